@@ -1,0 +1,78 @@
+"""What the simulated kubelet decided for a pod: values shared by the simulator, the
+fake podresources server, NRT rendering and the controller. Frozen, pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+TOPOLOGY_AFFINITY_ERROR = "TopologyAffinityError"
+UNEXPECTED_ADMISSION_ERROR = "UnexpectedAdmissionError"
+
+
+@dataclass(frozen=True)
+class MemoryBlock:
+    """A Memory Manager block: ``type`` is ``memory`` or ``hugepages-<size>``; ``numa`` is
+    the NUMA-node set it was allocated from (several nodes = a Memory Manager group)."""
+
+    type: str
+    size: int
+    numa: frozenset[int]
+
+
+@dataclass(frozen=True)
+class ContainerAllocation:
+    """Exclusive resources one container received."""
+
+    name: str
+    cpus: frozenset[int] = frozenset()
+    #: resource name -> device ids, in allocation order.
+    devices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    memory: tuple[MemoryBlock, ...] = ()
+
+
+@dataclass(frozen=True)
+class PodAllocation:
+    """Everything a pod holds, per container (init containers included, in spec order)."""
+
+    namespace: str
+    name: str
+    uid: str
+    containers: tuple[ContainerAllocation, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class ProviderHint:
+    """One topology hint: ``numa`` is None when the hint has no NUMA preference."""
+
+    numa: tuple[int, ...] | None
+    preferred: bool
+
+
+@dataclass(frozen=True)
+class HintReport:
+    """The hints gathered for one container (or for the pod, in pod scope: ``container``
+    is None) and the merged best hint."""
+
+    container: str | None
+    best: ProviderHint
+    #: resource name -> the hints its provider returned.
+    providers: Mapping[str, tuple[ProviderHint, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AdmissionResult:
+    """The verdict for one pod. ``reason`` is None when admitted, else the kubelet's
+    reason (``TopologyAffinityError``, ``UnexpectedAdmissionError``, ``OutOf<resource>``...).
+    ``allocation`` is None when rejected (a rejected pod holds nothing)."""
+
+    pod_key: str
+    admit: bool
+    reason: str | None = None
+    message: str | None = None
+    hints: tuple[HintReport, ...] = ()
+    allocation: PodAllocation | None = None

@@ -1,0 +1,204 @@
+"""Pods as the kubelet's resource managers see them: containers, requests, QoS.
+
+Pure. Parses an ordinary Pod manifest (a dict, as loaded from YAML or returned by the
+API) into frozen values, applying the API server's defaulting that matters here (a
+missing request defaults to its limit) so files and live objects read the same.
+
+Rules mirrored from upstream:
+
+* QoS class: ``pkg/apis/core/v1/helper/qos/qos.go`` (``GetPodQOS``) - only ``cpu`` and
+  ``memory`` count; Guaranteed iff every container, init containers included, sets both
+  limits and its requests equal them.
+* Effective pod requests: ``k8s.io/component-helpers/resource/helpers.go``
+  (``PodRequests``) - the larger of the regular containers plus all sidecars, and each
+  init container plus the sidecars started before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from enum import Enum
+from typing import Any
+
+from exporter.quantities import QuantityError, parse_decimal
+
+QOS_RESOURCES = ("cpu", "memory")
+
+
+class PodSpecError(ValueError):
+    """A pod manifest this project cannot read; the message names the pod and the field."""
+
+
+class QOSClass(str, Enum):
+    GUARANTEED = "Guaranteed"
+    BURSTABLE = "Burstable"
+    BEST_EFFORT = "BestEffort"
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    """One container's resources. ``requests`` already carries the limit-defaulting."""
+
+    name: str
+    requests: Mapping[str, Decimal] = field(default_factory=dict)
+    limits: Mapping[str, Decimal] = field(default_factory=dict)
+    #: An init container with ``restartPolicy: Always`` (a native sidecar).
+    restartable: bool = False
+
+
+@dataclass(frozen=True)
+class PodSpec:
+    namespace: str
+    name: str
+    uid: str = ""
+    init_containers: tuple[ContainerSpec, ...] = ()
+    containers: tuple[ContainerSpec, ...] = ()
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    node_name: str = ""
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def sidecars(self) -> tuple[ContainerSpec, ...]:
+        return tuple(c for c in self.init_containers if c.restartable)
+
+
+def qos_class(pod: PodSpec) -> QOSClass:
+    """The pod's QoS class, as the API server computes ``status.qosClass``."""
+    requests: dict[str, Decimal] = {}
+    limits: dict[str, Decimal] = {}
+    guaranteed = True
+    for c in (*pod.init_containers, *pod.containers):
+        for name in QOS_RESOURCES:
+            req = c.requests.get(name, Decimal(0))
+            if req != 0:
+                requests[name] = requests.get(name, Decimal(0)) + req
+            lim = c.limits.get(name, Decimal(0))
+            if lim != 0:
+                limits[name] = limits.get(name, Decimal(0)) + lim
+        if not all(c.limits.get(name, Decimal(0)) != 0 for name in QOS_RESOURCES):
+            guaranteed = False
+    if not requests and not limits:
+        return QOSClass.BEST_EFFORT
+    if guaranteed and requests == limits:
+        return QOSClass.GUARANTEED
+    return QOSClass.BURSTABLE
+
+
+def _add(into: dict[str, Decimal], extra: Mapping[str, Decimal], sign: int = 1) -> None:
+    for name, amount in extra.items():
+        into[name] = into.get(name, Decimal(0)) + sign * amount
+
+
+def effective_requests(pod: PodSpec) -> dict[str, Decimal]:
+    """The pod's effective requests (what a node must have free to run it)."""
+    total: dict[str, Decimal] = {}
+    for c in pod.containers:
+        _add(total, c.requests)
+    started_sidecars: dict[str, Decimal] = {}
+    init_peak: dict[str, Decimal] = {}
+    for c in pod.init_containers:
+        step = dict(started_sidecars)
+        _add(step, c.requests)
+        if c.restartable:
+            _add(started_sidecars, c.requests)
+        for name, amount in step.items():
+            init_peak[name] = max(init_peak.get(name, Decimal(0)), amount)
+    _add(total, started_sidecars)
+    for name, amount in init_peak.items():
+        total[name] = max(total.get(name, Decimal(0)), amount)
+    return {name: amount for name, amount in total.items() if amount != 0}
+
+
+def _resources(raw: Any, where: str) -> dict[str, Decimal]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise PodSpecError(f"{where} must be a mapping of resource name to quantity")
+    out: dict[str, Decimal] = {}
+    for name, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise PodSpecError(f"{where}.{name}: {value!r} is not a quantity")
+        try:
+            amount = parse_decimal(value)
+        except QuantityError as exc:
+            raise PodSpecError(f"{where}.{name}: {exc}") from exc
+        if amount < 0:
+            raise PodSpecError(f"{where}.{name}: {value!r} is negative")
+        out[str(name)] = amount
+    return out
+
+
+def _container(raw: Any, where: str, *, init: bool) -> ContainerSpec:
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not raw["name"]:
+        raise PodSpecError(f"{where} must be a mapping with a non-empty 'name'")
+    where = f"{where}({raw['name']})"
+    resources = raw.get("resources") or {}
+    if not isinstance(resources, dict):
+        raise PodSpecError(f"{where}.resources must be a mapping")
+    limits = _resources(resources.get("limits"), f"{where}.resources.limits")
+    requests = _resources(resources.get("requests"), f"{where}.resources.requests")
+    for name, amount in limits.items():
+        requests.setdefault(name, amount)  # API defaulting: request defaults to limit
+    for name, amount in requests.items():
+        if name in limits and amount > limits[name]:
+            raise PodSpecError(f"{where}.resources: request for {name} exceeds its limit")
+    restart_policy = raw.get("restartPolicy")
+    if restart_policy not in (None, "Always"):
+        raise PodSpecError(f"{where}.restartPolicy: only 'Always' is allowed, not {restart_policy!r}")
+    if restart_policy == "Always" and not init:
+        raise PodSpecError(f"{where}.restartPolicy is only allowed on init containers")
+    return ContainerSpec(
+        name=raw["name"], requests=requests, limits=limits, restartable=restart_policy == "Always"
+    )
+
+
+def pod_from_manifest(manifest: Mapping[str, Any], *, source: str = "pod") -> PodSpec:
+    """Read a Pod manifest (dict). Raises PodSpecError naming ``source``, the pod and field."""
+    if not isinstance(manifest, Mapping):
+        raise PodSpecError(f"{source}: a Pod manifest must be a mapping")
+    kind = manifest.get("kind", "Pod")
+    if kind != "Pod":
+        raise PodSpecError(f"{source}: expected kind Pod, found {kind!r}")
+    meta = manifest.get("metadata") or {}
+    if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        raise PodSpecError(f"{source}: metadata.name is required")
+    namespace = meta.get("namespace") or "default"
+    where = f"{source}: pod {namespace}/{meta['name']}"
+    spec = manifest.get("spec")
+    if not isinstance(spec, Mapping):
+        raise PodSpecError(f"{where}: spec is required")
+    raw_containers = spec.get("containers")
+    if not isinstance(raw_containers, list) or not raw_containers:
+        raise PodSpecError(f"{where}: spec.containers must be a non-empty list")
+    raw_inits = spec.get("initContainers") or []
+    if not isinstance(raw_inits, list):
+        raise PodSpecError(f"{where}: spec.initContainers must be a list")
+    inits = tuple(
+        _container(c, f"{where}: spec.initContainers[{i}]", init=True)
+        for i, c in enumerate(raw_inits)
+    )
+    containers = tuple(
+        _container(c, f"{where}: spec.containers[{i}]", init=False)
+        for i, c in enumerate(raw_containers)
+    )
+    names = [c.name for c in (*inits, *containers)]
+    if len(set(names)) != len(names):
+        raise PodSpecError(f"{where}: container names must be unique")
+    annotations = meta.get("annotations") or {}
+    if not isinstance(annotations, Mapping):
+        raise PodSpecError(f"{where}: metadata.annotations must be a mapping")
+    return PodSpec(
+        namespace=str(namespace),
+        name=meta["name"],
+        uid=str(meta.get("uid") or ""),
+        init_containers=inits,
+        containers=containers,
+        annotations={str(k): str(v) for k, v in annotations.items()},
+        node_name=str(spec.get("nodeName") or ""),
+    )

@@ -1,0 +1,106 @@
+"""Node profile values: what a fake NUMA node is. Frozen, pure; parsing lives beside it.
+
+Units: CPUs are ids (ints); memory and hugepages are bytes; devices are ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
+SCOPES = ("container", "pod")
+CPU_MANAGER_POLICIES = ("none", "static")
+MEMORY_MANAGER_POLICIES = ("None", "Static")
+DEFAULT_MAX_ALLOWABLE_NUMA_NODES = 8
+
+
+@dataclass(frozen=True)
+class KubeletConfig:
+    """The kubelet settings that decide NUMA admission on a node."""
+
+    topology_manager_policy: str = "none"
+    topology_manager_scope: str = "container"
+    #: ``topologyManagerPolicyOptions`` exactly as given (string values).
+    policy_options: Mapping[str, str] = field(default_factory=dict)
+    prefer_closest_numa_nodes: bool = False
+    max_allowable_numa_nodes: int = DEFAULT_MAX_ALLOWABLE_NUMA_NODES
+    cpu_manager_policy: str = "static"
+    memory_manager_policy: str = "Static"
+    #: ``reservedSystemCPUs``: never handed out exclusively, still counted for hint width.
+    reserved_cpus: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class CpuInfo:
+    """Where one logical CPU sits: its physical core, socket and NUMA node."""
+
+    cpu: int
+    core: int
+    socket: int
+    numa: int
+
+
+@dataclass(frozen=True)
+class DeviceSet:
+    """The devices of one resource in one place (a zone, or the node for no-affinity ones).
+
+    ``ids`` lists every device, unhealthy ones included (they count for the kubelet's
+    preferred hint width but are never allocated).
+    """
+
+    ids: tuple[str, ...]
+    unhealthy: frozenset[str] = frozenset()
+
+    @property
+    def healthy(self) -> tuple[str, ...]:
+        return tuple(i for i in self.ids if i not in self.unhealthy)
+
+
+@dataclass(frozen=True)
+class Zone:
+    """One NUMA node of a fake machine."""
+
+    id: int
+    cpus: frozenset[int]
+    #: Allocatable memory of this NUMA node, in bytes.
+    memory: int
+    #: ``hugepages-<size>`` -> allocatable bytes on this NUMA node.
+    hugepages: Mapping[str, int] = field(default_factory=dict)
+    #: Extended resource name -> the devices with affinity to this NUMA node.
+    devices: Mapping[str, DeviceSet] = field(default_factory=dict)
+    #: This zone's row of the NUMA distance matrix, in zone order (index i = i-th zone).
+    distances: tuple[int, ...] = ()
+    #: Exclusive resources already held by pods outside the simulation (foreign pods):
+    #: ``cpu`` (count), ``memory`` / ``hugepages-*`` (bytes), device resources (count).
+    allocated: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NodeProfile:
+    """A whole fake node: kubelet settings, NUMA zones (sorted by id), CPU topology."""
+
+    name: str
+    kubelet: KubeletConfig
+    zones: tuple[Zone, ...]
+    #: Devices with no NUMA affinity: resource name -> devices.
+    devices: Mapping[str, DeviceSet] = field(default_factory=dict)
+    #: Every CPU of the node -> its core / socket / NUMA node.
+    cpu_topology: Mapping[int, CpuInfo] = field(default_factory=dict)
+    #: Node labels to add to the Node object (fakenrt controller).
+    labels: Mapping[str, str] = field(default_factory=dict)
+    #: Maximum pods the node admits (the kubelet's maxPods).
+    max_pods: int = 110
+
+    @property
+    def zone_ids(self) -> tuple[int, ...]:
+        return tuple(z.id for z in self.zones)
+
+    def distance(self, a: int, b: int) -> int:
+        """NUMA distance between zones with ids a and b (10 on the diagonal, 20 elsewhere
+        when the profile gives no matrix)."""
+        ids = self.zone_ids
+        row = self.zones[ids.index(a)].distances
+        if row:
+            return row[ids.index(b)]
+        return 10 if a == b else 20

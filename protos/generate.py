@@ -1,0 +1,55 @@
+"""Regenerate the Python modules for the podresources proto: ``python -m protos.generate``.
+
+The generated ``api_pb2.py``, ``api_pb2.pyi``, ``api_pb2_grpc.py`` and ``api_pb2_grpc.pyi`` are
+committed beside ``api.proto``; ``tests/test_protos.py`` fails when they drift from it.
+Only the gRPC client (``exporter.podresources_client``) and the fake server
+(``fakenrt.podresources_server``) import them (an import-linter contract).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PROTO = Path("protos/podresources/v1/api.proto")
+GENERATED = ("api_pb2.py", "api_pb2.pyi", "api_pb2_grpc.py", "api_pb2_grpc.pyi")
+
+
+def generate(out_root: Path) -> list[Path]:
+    """Run grpcio-tools (with mypy-protobuf) on the proto, writing under ``out_root``.
+
+    Returns the generated files, at the same relative paths as in the repository.
+    """
+    out_root.mkdir(parents=True, exist_ok=True)
+    bindir = Path(sys.executable).parent
+    cmd = [
+        sys.executable,
+        "-m",
+        "grpc_tools.protoc",
+        f"-I{REPO_ROOT}",
+        f"--python_out={out_root}",
+        f"--grpc_python_out={out_root}",
+        f"--plugin=protoc-gen-mypy={bindir / 'protoc-gen-mypy'}",
+        f"--plugin=protoc-gen-mypy_grpc={bindir / 'protoc-gen-mypy_grpc'}",
+        f"--mypy_out={out_root}",
+        f"--mypy_grpc_out={out_root}",
+        str(REPO_ROOT / PROTO),
+    ]
+    subprocess.run(cmd, check=True)
+    return [out_root / PROTO.parent / name for name in GENERATED]
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        for produced in generate(Path(tmp)):
+            target = REPO_ROOT / PROTO.parent / produced.name
+            shutil.copyfile(produced, target)
+            print(f"wrote {target.relative_to(REPO_ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
