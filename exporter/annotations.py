@@ -85,8 +85,8 @@ def format_placement(zones: Iterable[ZonePlacement]) -> str:
     merged: dict[int, dict[str, int]] = {}
     for zone in zones:
         bucket = merged.setdefault(zone.numa_id, {})
-        for name, amount in zone.amounts.items():
-            bucket[name] = bucket.get(name, 0) + amount
+        for name, value in zone.amounts.items():
+            bucket[name] = bucket.get(name, 0) + value
     entries = []
     for numa_id in sorted(merged):
         amount = _amount_object(merged[numa_id])
@@ -107,8 +107,8 @@ def format_memory_groups(groups: Iterable[MemoryGroup] | None) -> str:
         if not group.numa_ids:
             raise ValueError("a memory group needs at least one NUMA node")
         bucket = merged.setdefault(tuple(sorted(group.numa_ids)), {})
-        for name, amount in group.amounts.items():
-            bucket[name] = bucket.get(name, 0) + amount
+        for name, value in group.amounts.items():
+            bucket[name] = bucket.get(name, 0) + value
     entries = []
     for ids in sorted(merged):
         amount = _amount_object(merged[ids])

@@ -8,9 +8,12 @@ form the annotations carry (``"8"``, ``"17179869184"``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 
-from kubernetes.utils.quantity import parse_quantity
+from kubernetes.utils.quantity import parse_quantity as _k8s_parse_quantity
+
+_parse_quantity: Callable[[object], Decimal] = _k8s_parse_quantity
 
 
 class QuantityError(ValueError):
@@ -20,7 +23,7 @@ class QuantityError(ValueError):
 def parse_decimal(value: str | int | float) -> Decimal:
     """Parse a Kubernetes quantity (``"500m"``, ``"16Gi"``, ``8``) into an exact Decimal."""
     try:
-        return Decimal(parse_quantity(value))
+        return Decimal(_parse_quantity(value))
     except (ValueError, TypeError, InvalidOperation) as exc:
         raise QuantityError(f"{value!r} is not a Kubernetes quantity") from exc
 

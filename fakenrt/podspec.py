@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from exporter.quantities import QuantityError, parse_decimal
@@ -31,7 +31,7 @@ class PodSpecError(ValueError):
     """A pod manifest this project cannot read; the message names the pod and the field."""
 
 
-class QOSClass(str, Enum):
+class QOSClass(StrEnum):
     GUARANTEED = "Guaranteed"
     BURSTABLE = "Burstable"
     BEST_EFFORT = "BestEffort"
@@ -150,7 +150,9 @@ def _container(raw: Any, where: str, *, init: bool) -> ContainerSpec:
             raise PodSpecError(f"{where}.resources: request for {name} exceeds its limit")
     restart_policy = raw.get("restartPolicy")
     if restart_policy not in (None, "Always"):
-        raise PodSpecError(f"{where}.restartPolicy: only 'Always' is allowed, not {restart_policy!r}")
+        raise PodSpecError(
+            f"{where}.restartPolicy: only 'Always' is allowed, not {restart_policy!r}"
+        )
     if restart_policy == "Always" and not init:
         raise PodSpecError(f"{where}.restartPolicy is only allowed on init containers")
     return ContainerSpec(

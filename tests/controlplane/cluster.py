@@ -39,12 +39,11 @@ def binaries_dir() -> Path:
     if given:
         path = Path(given)
     else:
-        proc = subprocess.run(
-            [str(HERE / "build.sh")], capture_output=True, text=True, check=False
-        )
+        proc = subprocess.run([str(HERE / "build.sh")], capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise ControlPlaneError(
-                f"building the control plane failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}"
+                f"building the control plane failed (exit {proc.returncode}):\n"
+                + proc.stderr[-4000:]
             )
         path = Path(proc.stdout.strip().splitlines()[-1])
     for name in ("kube-apiserver", "etcd"):
@@ -200,7 +199,9 @@ class ControlPlane:
                 raise ControlPlaneError(
                     f"{name} exited with {proc.returncode} while starting:\n{self.log_tail(name)}"
                 )
-            req = urllib.request.Request(url, headers={"Authorization": f"Bearer {self.admin_token}"})
+            req = urllib.request.Request(
+                url, headers={"Authorization": f"Bearer {self.admin_token}"}
+            )
             try:
                 with urllib.request.urlopen(req, timeout=2, context=ssl_ctx) as resp:
                     if resp.status == 200:
