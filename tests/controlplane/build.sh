@@ -4,12 +4,12 @@
 # toolchain from the Go module proxy. Prints the directory holding them.
 #
 # Cache: ${NUMA_TESTKIT_CACHE:-~/.cache/numa-testkit}/controlplane/<key>/ where <key> is
-# derived from go.mod + go.sum, so a version bump builds afresh and an unchanged pin
+# derived from go.mod, go.sum and this script, so a version bump builds afresh and an unchanged pin
 # reuses the binaries. The first build downloads modules and compiles for several minutes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache_root=${NUMA_TESTKIT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/numa-testkit}
-key=$(cat "$here/go.mod" "$here/go.sum" | sha256sum | cut -c1-16)
+key=$(cat "$here/go.mod" "$here/go.sum" "$here/build.sh" | sha256sum | cut -c1-16)
 k8s_version=$(awk '$1=="k8s.io/kubernetes"{print $2; exit}' "$here/go.mod")
 etcd_version=$(awk '$1=="go.etcd.io/etcd/server/v3"{print $2; exit}' "$here/go.mod")
 out="$cache_root/controlplane/${k8s_version}-etcd${etcd_version}-${key}"
@@ -25,7 +25,12 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$here"
 export GOFLAGS="${GOFLAGS:-} -mod=mod -trimpath"
 export CGO_ENABLED=0
-go build -ldflags='-s -w' -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2
+# Stamp the version the way the Kubernetes release build does, so /version reports it.
+minor=$(echo "$k8s_version" | cut -d. -f2)
+vpkg=k8s.io/component-base/version
+ldflags="-s -w -X $vpkg.gitVersion=$k8s_version -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$minor"
+ldflags="$ldflags -X $vpkg.gitTreeState=clean -X $vpkg.buildDate=1970-01-01T00:00:00Z"
+go build -ldflags="$ldflags" -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2
 go build -ldflags='-s -w' -o "$tmp/etcd" go.etcd.io/etcd/server/v3 >&2
 rm -rf "$out"; mv "$tmp" "$out"
 trap - EXIT
