@@ -1,0 +1,538 @@
+"""Node profiles from loaded YAML: parsing and validation. Pure (no file access).
+
+``parse_profiles(data, source=...)`` turns the object a YAML loader returned into
+:class:`NodeProfile` values, or raises one :class:`ProfileError` naming the file, the node
+and the field. The format is documented field by field in docs/profiles.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from exporter.cpulist import format_cpulist
+from fakenrt.profiles.cputopology import shape_zone_cpus, split_cores, zones_topology
+from fakenrt.profiles.devices import DeviceSpec, assign_ids, parse_device_map
+from fakenrt.profiles.errors import ProfileError
+from fakenrt.profiles.fields import (
+    FieldError,
+    check_keys,
+    child,
+    cpulist,
+    describe,
+    integer,
+    mapping,
+    quantity,
+    sequence,
+    string,
+)
+from fakenrt.profiles.model import (
+    CPU_MANAGER_POLICIES,
+    DEFAULT_MAX_ALLOWABLE_NUMA_NODES,
+    MEMORY_MANAGER_POLICIES,
+    POLICIES,
+    SCOPES,
+    KubeletConfig,
+    NodeProfile,
+    Zone,
+)
+from fakenrt.profiles.names import (
+    HUGEPAGES_PREFIX,
+    dns_subdomain_problem,
+    hugepage_size,
+    label_value_problem,
+    qualified_name_problem,
+)
+
+#: The kubelet's NUMA bitmask is 64 bits wide (``topologymanager/bitmask``).
+MAX_NUMA_ID = 63
+PREFER_CLOSEST_NUMA_NODES = "prefer-closest-numa-nodes"
+MAX_ALLOWABLE_NUMA_NODES = "max-allowable-numa-nodes"
+POLICY_OPTIONS = (PREFER_CLOSEST_NUMA_NODES, MAX_ALLOWABLE_NUMA_NODES)
+DEFAULT_MAX_PODS = 110
+
+_TOP_KEYS = ("nodes",)
+_NODE_KEYS = ("name", "kubelet", "devices", "zones", "shape", "cpuTopology", "labels", "maxPods")
+_KUBELET_KEYS = (
+    "topologyManagerPolicy",
+    "topologyManagerScope",
+    "topologyManagerPolicyOptions",
+    "cpuManagerPolicy",
+    "memoryManagerPolicy",
+    "reservedSystemCPUs",
+)
+_HUGEPAGES_KEY = "hugepages-<size>"
+_ZONE_KEYS = ("id", "cpus", "memory", "devices", "distances", "allocated", _HUGEPAGES_KEY)
+_CPU_TOPOLOGY_KEYS = ("threadsPerCore", "numaNodesPerSocket")
+_SHAPE_KEYS = (
+    "numaNodes",
+    "coresPerNumaNode",
+    "threadsPerCore",
+    "numaNodesPerSocket",
+    "memoryPerNumaNode",
+    "hugepagesPerNumaNode",
+    "devicesPerNumaNode",
+    "distances",
+)
+# Go's strconv.ParseBool and strconv.Atoi, which the kubelet uses for option values.
+_GO_TRUE = ("1", "t", "T", "TRUE", "true", "True")
+_GO_FALSE = ("0", "f", "F", "FALSE", "false", "False")
+_GO_INT = re.compile(r"^[+-]?[0-9]+$")
+
+
+def _is_hugepages(key: str) -> bool:
+    return key.startswith(HUGEPAGES_PREFIX)
+
+
+def parse_profiles(data: object, *, source: str) -> tuple[NodeProfile, ...]:
+    """Every node of a loaded profile file, in file order. Pure.
+
+    ``source`` names the file in error messages. Raises :class:`ProfileError`.
+    """
+    if data is None:
+        raise ProfileError(
+            "the file is empty; expected a mapping with a 'nodes' list", source=source
+        )
+    try:
+        top = mapping(data, "(top level)")
+        check_keys(top, "", _TOP_KEYS, required=_TOP_KEYS)
+        raw_nodes = sequence(top["nodes"], "nodes")
+        if not raw_nodes:
+            raise FieldError("nodes", "must list at least one node")
+    except FieldError as exc:
+        raise ProfileError(exc.detail, source=source, field=exc.field) from None
+
+    profiles: list[NodeProfile] = []
+    seen: dict[str, int] = {}
+    for index, raw in enumerate(raw_nodes):
+        name = _node_name(raw, index, source)
+        if name in seen:
+            raise ProfileError(
+                f"duplicate node name (also nodes[{seen[name]}])",
+                source=source,
+                node=name,
+                field="name",
+            )
+        seen[name] = index
+        try:
+            profiles.append(_parse_node(mapping(raw, f"nodes[{index}]"), name))
+        except FieldError as exc:
+            raise ProfileError(exc.detail, source=source, node=name, field=exc.field) from None
+    return tuple(profiles)
+
+
+def _node_name(raw: object, index: int, source: str) -> str:
+    where = f"nodes[{index}]"
+    try:
+        node = mapping(raw, where)
+        if "name" not in node:
+            raise FieldError(child(where, "name"), "is required")
+        name = string(node["name"], child(where, "name"))
+    except FieldError as exc:
+        raise ProfileError(exc.detail, source=source, field=exc.field) from None
+    problem = dns_subdomain_problem(name)
+    if problem is not None:
+        raise ProfileError(f"{name!r} {problem}", source=source, field=child(where, "name"))
+    return name
+
+
+@dataclass(frozen=True)
+class _RawZone:
+    """A zone as written, before node-wide checks and device id generation."""
+
+    where: str
+    id: int
+    cpus: frozenset[int]
+    memory: int
+    hugepages: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    devices: Sequence[DeviceSpec] = ()
+    distances: tuple[int, ...] | None = None
+    distances_field: str = ""
+    allocated: Mapping[str, int] = dataclasses.field(default_factory=dict)
+
+
+def _parse_node(raw: Mapping[str, object], name: str) -> NodeProfile:
+    check_keys(raw, "", _NODE_KEYS, required=("name",))
+    kubelet = _parse_kubelet(raw.get("kubelet", {}))
+    if "zones" in raw and "shape" in raw:
+        raise FieldError("shape", "give either zones or shape, not both")
+    if "zones" in raw:
+        zones = [
+            _parse_zone(z, child("zones", i)) for i, z in enumerate(sequence(raw["zones"], "zones"))
+        ]
+        if not zones:
+            raise FieldError("zones", "must list at least one NUMA zone")
+        threads, per_socket = _parse_cpu_topology(raw.get("cpuTopology", {}))
+    elif "shape" in raw:
+        if "cpuTopology" in raw:
+            raise FieldError(
+                "cpuTopology", "with shape, give threadsPerCore and numaNodesPerSocket in shape"
+            )
+        zones, threads, per_socket = _expand_shape(raw["shape"])
+    else:
+        raise FieldError("zones", "is required (or give a shape)")
+
+    zones = _check_zone_ids(zones)
+    count_field = "zones" if "zones" in raw else "shape.numaNodes"
+    if per_socket > 1 and len(zones) % per_socket:
+        raise FieldError(
+            "cpuTopology.numaNodesPerSocket" if "zones" in raw else "shape.numaNodesPerSocket",
+            f"{len(zones)} NUMA nodes cannot be grouped into sockets of {per_socket}",
+        )
+    _check_cpu_overlap(zones)
+    _check_distances(zones)
+    _check_numa_count(kubelet, len(zones), count_field)
+    all_cpus = frozenset().union(*(z.cpus for z in zones))
+    if not kubelet.reserved_cpus <= all_cpus:
+        missing = format_cpulist(kubelet.reserved_cpus - all_cpus)
+        raise FieldError("kubelet.reservedSystemCPUs", f"CPUs {missing} are not on this node")
+    for zone in zones:
+        try:
+            split_cores(zone.cpus, threads)
+        except ValueError as exc:
+            threads_field = (
+                "cpuTopology.threadsPerCore" if "zones" in raw else "shape.threadsPerCore"
+            )
+            raise FieldError(child(zone.where, "cpus"), f"{exc} ({threads_field})") from None
+
+    node_specs = parse_device_map(raw.get("devices", {}), "devices")
+    device_sets = assign_ids([spec for z in zones for spec in z.devices] + node_specs)
+    built_zones = []
+    for zone in zones:
+        zone_sets = {spec.resource: device_sets.pop(0) for spec in zone.devices}
+        built = Zone(
+            id=zone.id,
+            cpus=zone.cpus,
+            memory=zone.memory,
+            hugepages=dict(zone.hugepages),
+            devices=dict(sorted(zone_sets.items())),
+            distances=zone.distances or (),
+            allocated=dict(zone.allocated),
+        )
+        _check_allocated(zone, built, kubelet.reserved_cpus)
+        built_zones.append(built)
+    node_devices = {spec.resource: device_sets.pop(0) for spec in node_specs}
+
+    return NodeProfile(
+        name=name,
+        kubelet=kubelet,
+        zones=tuple(built_zones),
+        devices=dict(sorted(node_devices.items())),
+        cpu_topology=zones_topology(
+            [(z.id, z.cpus) for z in zones],
+            threads_per_core=threads,
+            numa_nodes_per_socket=per_socket,
+        ),
+        labels=_parse_labels(raw.get("labels", {})),
+        max_pods=integer(raw.get("maxPods", DEFAULT_MAX_PODS), "maxPods", minimum=1),
+    )
+
+
+def _choice(value: object, field: str, choices: Sequence[str]) -> str:
+    text = string(value, field)
+    if text in choices:
+        return text
+    same_case = [c for c in choices if c.lower() == text.lower()]
+    hint = f" (the kubelet is case-sensitive: write {same_case[0]!r})" if same_case else ""
+    raise FieldError(field, f"unknown value {text!r}{hint}; one of: {', '.join(choices)}")
+
+
+def _parse_kubelet(value: object) -> KubeletConfig:
+    base = "kubelet"
+    data = mapping(value, base)
+    check_keys(data, base, _KUBELET_KEYS)
+    options = _parse_policy_options(data.get("topologyManagerPolicyOptions", {}))
+    reserved = frozenset[int]()
+    if "reservedSystemCPUs" in data:
+        reserved = cpulist(data["reservedSystemCPUs"], child(base, "reservedSystemCPUs"))
+    defaults = KubeletConfig()
+    max_allowable = options.get(MAX_ALLOWABLE_NUMA_NODES)
+    return KubeletConfig(
+        topology_manager_policy=_choice(
+            data.get("topologyManagerPolicy", defaults.topology_manager_policy),
+            child(base, "topologyManagerPolicy"),
+            POLICIES,
+        ),
+        topology_manager_scope=_choice(
+            data.get("topologyManagerScope", defaults.topology_manager_scope),
+            child(base, "topologyManagerScope"),
+            SCOPES,
+        ),
+        policy_options=options,
+        prefer_closest_numa_nodes=options.get(PREFER_CLOSEST_NUMA_NODES, "false") in _GO_TRUE,
+        max_allowable_numa_nodes=(
+            int(max_allowable) if max_allowable is not None else DEFAULT_MAX_ALLOWABLE_NUMA_NODES
+        ),
+        cpu_manager_policy=_choice(
+            data.get("cpuManagerPolicy", defaults.cpu_manager_policy),
+            child(base, "cpuManagerPolicy"),
+            CPU_MANAGER_POLICIES,
+        ),
+        memory_manager_policy=_choice(
+            data.get("memoryManagerPolicy", defaults.memory_manager_policy),
+            child(base, "memoryManagerPolicy"),
+            MEMORY_MANAGER_POLICIES,
+        ),
+        reserved_cpus=reserved,
+    )
+
+
+def _parse_policy_options(value: object) -> dict[str, str]:
+    """``topologyManagerPolicyOptions``, validated as ``topologymanager/policy_options.go``
+    does (``NewPolicyOptions``). Values are strings as in the kubelet config; YAML booleans
+    and integers are accepted and kept in their string form."""
+    base = "kubelet.topologyManagerPolicyOptions"
+    out: dict[str, str] = {}
+    data = mapping(value, base)
+    check_keys(data, base, POLICY_OPTIONS)
+    for name, raw in data.items():
+        field_name = child(base, name)
+        if isinstance(raw, bool):
+            text = "true" if raw else "false"
+        elif isinstance(raw, int):
+            text = str(raw)
+        else:
+            text = string(raw, field_name)
+        if name == PREFER_CLOSEST_NUMA_NODES and text not in _GO_TRUE + _GO_FALSE:
+            raise FieldError(field_name, f'bad value {text!r}: expected "true" or "false"')
+        if name == MAX_ALLOWABLE_NUMA_NODES:
+            if not _GO_INT.match(text):
+                raise FieldError(field_name, f"bad value {text!r}: expected an integer")
+            if int(text) < DEFAULT_MAX_ALLOWABLE_NUMA_NODES:
+                raise FieldError(
+                    field_name,
+                    f"must not be less than {DEFAULT_MAX_ALLOWABLE_NUMA_NODES} "
+                    "(the kubelet refuses smaller values)",
+                )
+        out[name] = text
+    return out
+
+
+def _parse_zone(value: object, base: str) -> _RawZone:
+    data = mapping(value, base)
+    check_keys(
+        data, base, _ZONE_KEYS, required=("id", "cpus", "memory"), also_allowed=_is_hugepages
+    )
+    zone_id = integer(data["id"], child(base, "id"), minimum=0)
+    if zone_id > MAX_NUMA_ID:
+        raise FieldError(
+            child(base, "id"), f"{zone_id} does not fit the kubelet's 64-bit NUMA mask (max 63)"
+        )
+    distances = None
+    if "distances" in data:
+        row_field = child(base, "distances")
+        distances = tuple(
+            integer(d, child(row_field, i), minimum=1)
+            for i, d in enumerate(sequence(data["distances"], row_field))
+        )
+    allocated = {}
+    if "allocated" in data:
+        alloc_field = child(base, "allocated")
+        for resource, amount in mapping(data["allocated"], alloc_field).items():
+            allocated[resource] = quantity(amount, child(alloc_field, resource))
+    return _RawZone(
+        where=base,
+        id=zone_id,
+        cpus=cpulist(data["cpus"], child(base, "cpus")),
+        memory=quantity(data["memory"], child(base, "memory")),
+        hugepages=_parse_hugepages({k: v for k, v in data.items() if _is_hugepages(k)}, base),
+        devices=parse_device_map(data.get("devices", {}), child(base, "devices")),
+        distances=distances,
+        distances_field=child(base, "distances"),
+        allocated=allocated,
+    )
+
+
+def _parse_hugepages(data: Mapping[str, object], base: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for key, amount in sorted(data.items()):
+        key_field = child(base, key)
+        try:
+            size = hugepage_size(key)
+        except ValueError as exc:
+            raise FieldError(key_field, str(exc)) from None
+        if size is None:
+            raise FieldError(
+                key_field, "expected a hugepages-<size> resource such as hugepages-1Gi"
+            )
+        total = quantity(amount, key_field)
+        if total % size:
+            raise FieldError(
+                key_field, f"{describe(amount)} is not a whole number of {key[10:]} pages"
+            )
+        out[key] = total
+    return out
+
+
+def _parse_cpu_topology(value: object) -> tuple[int, int]:
+    base = "cpuTopology"
+    data = mapping(value, base)
+    check_keys(data, base, _CPU_TOPOLOGY_KEYS)
+    threads = integer(data.get("threadsPerCore", 1), child(base, "threadsPerCore"), minimum=1)
+    per_socket = integer(
+        data.get("numaNodesPerSocket", 1), child(base, "numaNodesPerSocket"), minimum=1
+    )
+    return threads, per_socket
+
+
+def _expand_shape(value: object) -> tuple[list[_RawZone], int, int]:
+    base = "shape"
+    data = mapping(value, base)
+    check_keys(
+        data, base, _SHAPE_KEYS, required=("numaNodes", "coresPerNumaNode", "memoryPerNumaNode")
+    )
+    numa_nodes = integer(data["numaNodes"], child(base, "numaNodes"), minimum=1)
+    if numa_nodes > MAX_NUMA_ID + 1:
+        raise FieldError(child(base, "numaNodes"), "the kubelet's NUMA mask holds at most 64 nodes")
+    cores = integer(data["coresPerNumaNode"], child(base, "coresPerNumaNode"), minimum=1)
+    threads = integer(data.get("threadsPerCore", 1), child(base, "threadsPerCore"), minimum=1)
+    per_socket = integer(
+        data.get("numaNodesPerSocket", 1), child(base, "numaNodesPerSocket"), minimum=1
+    )
+    memory = quantity(data["memoryPerNumaNode"], child(base, "memoryPerNumaNode"))
+    hugepages = _parse_hugepages(
+        mapping(data.get("hugepagesPerNumaNode", {}), child(base, "hugepagesPerNumaNode")),
+        child(base, "hugepagesPerNumaNode"),
+    )
+    devices = parse_device_map(
+        data.get("devicesPerNumaNode", {}), child(base, "devicesPerNumaNode"), allow_ids=False
+    )
+    rows: list[tuple[int, ...] | None] = [None] * numa_nodes
+    if "distances" in data:
+        matrix_field = child(base, "distances")
+        matrix = sequence(data["distances"], matrix_field)
+        if len(matrix) != numa_nodes:
+            raise FieldError(matrix_field, f"{len(matrix)} rows for {numa_nodes} NUMA nodes")
+        for i, row in enumerate(matrix):
+            row_field = child(matrix_field, i)
+            rows[i] = tuple(
+                integer(d, child(row_field, j), minimum=1)
+                for j, d in enumerate(sequence(row, row_field))
+            )
+    cpus = shape_zone_cpus(
+        numa_nodes=numa_nodes, cores_per_numa_node=cores, threads_per_core=threads
+    )
+    zones = [
+        _RawZone(
+            where=f"shape (zone {i})",
+            id=i,
+            cpus=cpus[i],
+            memory=memory,
+            hugepages=hugepages,
+            devices=devices,
+            distances=rows[i],
+            distances_field=child(child(base, "distances"), i),
+        )
+        for i in range(numa_nodes)
+    ]
+    return zones, threads, per_socket
+
+
+def _check_zone_ids(zones: Sequence[_RawZone]) -> list[_RawZone]:
+    """Zones sorted by id; duplicate ids are an error."""
+    seen: dict[int, str] = {}
+    for zone in zones:
+        if zone.id in seen:
+            raise FieldError(
+                child(zone.where, "id"), f"duplicate zone id {zone.id} (also {seen[zone.id]})"
+            )
+        seen[zone.id] = zone.where
+    return sorted(zones, key=lambda z: z.id)
+
+
+def _check_cpu_overlap(zones: Sequence[_RawZone]) -> None:
+    for i, zone in enumerate(zones):
+        for other in zones[:i]:
+            shared = zone.cpus & other.cpus
+            if shared:
+                raise FieldError(
+                    child(zone.where, "cpus"),
+                    f"CPUs {format_cpulist(shared)} are also in {other.where} (zone {other.id})",
+                )
+
+
+def _check_distances(zones: Sequence[_RawZone]) -> None:
+    """Rows are in ascending zone id order; the matrix must be square and symmetric, with
+    each zone nearest to itself (the local distance is the strict minimum of its row)."""
+    given = [z for z in zones if z.distances is not None]
+    if not given:
+        return
+    if len(given) != len(zones):
+        missing = next(z for z in zones if z.distances is None)
+        raise FieldError(missing.distances_field, "is required when another zone gives distances")
+    for i, zone in enumerate(zones):
+        row = zone.distances or ()
+        if len(row) != len(zones):
+            raise FieldError(
+                zone.distances_field,
+                f"{len(row)} entries for {len(zones)} NUMA zones (one per zone, in zone id order)",
+            )
+        local = row[i]
+        for j, other in enumerate(zones):
+            if j != i and row[j] <= local:
+                raise FieldError(
+                    zone.distances_field,
+                    f"distance {row[j]} to zone {other.id} is not larger than the local "
+                    f"distance {local} (the diagonal must be the row's strict minimum)",
+                )
+            back = (other.distances or ())[i]
+            if row[j] != back:
+                raise FieldError(
+                    zone.distances_field,
+                    f"distance to zone {other.id} is {row[j]} but zone {other.id} gives {back} "
+                    "back (the matrix must be symmetric)",
+                )
+
+
+def _check_numa_count(kubelet: KubeletConfig, count: int, count_field: str) -> None:
+    """``topologymanager.NewManager``: with a policy other than none the kubelet refuses
+    to start on a machine with more NUMA nodes than max-allowable-numa-nodes."""
+    limit = kubelet.max_allowable_numa_nodes
+    if kubelet.topology_manager_policy != "none" and count > limit:
+        raise FieldError(
+            count_field,
+            f"{count} NUMA nodes but max-allowable-numa-nodes is {limit}: the kubelet refuses "
+            f"to start the Topology Manager on machines with more than {limit} NUMA nodes "
+            "(raise kubelet.topologyManagerPolicyOptions.max-allowable-numa-nodes)",
+        )
+
+
+def _check_allocated(raw: _RawZone, zone: Zone, reserved: frozenset[int]) -> None:
+    """Foreign ``allocated`` amounts must be resources of the zone and fit what it can give."""
+    limits: dict[str, tuple[int, str]] = {
+        "cpu": (len(zone.cpus - reserved), "allocatable CPUs (reserved ones excluded)"),
+        "memory": (zone.memory, "bytes of memory"),
+    }
+    for name, amount in zone.hugepages.items():
+        limits[name] = (amount, f"bytes of {name}")
+    for name, devices in zone.devices.items():
+        limits[name] = (len(devices.healthy), "healthy devices")
+    base = child(raw.where, "allocated")
+    for resource, amount in zone.allocated.items():
+        if resource not in limits:
+            known = ", ".join(sorted(limits))
+            raise FieldError(
+                child(base, resource), f"the zone has no such resource; it has: {known}"
+            )
+        limit, unit = limits[resource]
+        if amount > limit:
+            raise FieldError(
+                child(base, resource), f"{amount} is more than the zone's {limit} {unit}"
+            )
+
+
+def _parse_labels(value: object) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, raw in mapping(value, "labels").items():
+        key_field = child("labels", key)
+        problem = qualified_name_problem(key)
+        if problem is not None:
+            raise FieldError(key_field, f"invalid label key: {problem}")
+        text = string(raw, key_field)
+        problem = label_value_problem(text)
+        if problem is not None:
+            raise FieldError(key_field, f"invalid label value {text!r}: {problem}")
+        out[key] = text
+    return out
