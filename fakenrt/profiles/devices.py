@@ -60,8 +60,8 @@ def _parse_entry(entry: object, field: str, resource: str, *, allow_ids: bool) -
     if isinstance(entry, list):
         if not allow_ids:
             raise FieldError(field, "give a count or {count, unhealthy} here, not a list of ids")
-        ids = _id_list(entry, field)
-        return DeviceSpec(field=field, resource=resource, count=len(ids), ids=ids)
+        listed = _id_list(entry, field)
+        return DeviceSpec(field=field, resource=resource, count=len(listed), ids=listed)
     if isinstance(entry, dict):
         data = mapping(entry, field)
         allowed = ("count", "ids", "unhealthy") if allow_ids else ("count", "unhealthy")
@@ -77,12 +77,12 @@ def _parse_entry(entry: object, field: str, resource: str, *, allow_ids: bool) -
         unhealthy = data.get("unhealthy", 0)
         unhealthy_field = child(field, "unhealthy")
         if isinstance(unhealthy, list):
-            if ids is None:
+            if given is None:
                 raise FieldError(
                     unhealthy_field, "a list of ids needs ids; with count give a count"
                 )
             bad = _id_list(unhealthy, unhealthy_field)
-            unknown = [i for i in bad if i not in ids]
+            unknown = [i for i in bad if i not in given]
             if unknown:
                 raise FieldError(unhealthy_field, f"{unknown[0]!r} is not one of the ids")
             return DeviceSpec(
