@@ -19,3 +19,7 @@ def main() -> None:
 
 
 # Commands register here, one line each.
+from exporter.commands import observe_command, run_command  # noqa: E402
+
+for _command in (run_command, observe_command):
+    main.add_command(_command)

@@ -1,0 +1,136 @@
+"""``numa-exporter run``: wires the edges together and runs until SIGTERM/SIGINT.
+
+Threads: the pod cache's list/watch loop, the HTTP server (metrics and probes) and the
+reconcile loop in the calling thread. Every dependency is built here from the options,
+or passed in by tests (clock, registry, API client).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kubernetes import client
+from prometheus_client import CollectorRegistry
+
+from exporter import __version__
+from exporter.health import Health, HttpServer
+from exporter.kube import PodApi
+from exporter.metrics import ExporterMetrics
+from exporter.patching import Patcher
+from exporter.pod_cache import PodCache
+from exporter.podresources_client import DEFAULT_TIMEOUT_S, PodResourcesClient
+from exporter.reconciler import Reconciler
+from exporter.sysfs import read_cpu_numa_map
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Options:
+    node_name: str
+    podresources_socket: Path
+    sysfs_root: Path
+    poll_interval_s: float = 1.0
+    metrics_bind_address: str = ":8080"
+    rpc_timeout_s: float = DEFAULT_TIMEOUT_S
+    readiness_window: int = 3
+
+
+class Exporter:
+    """The assembled daemon; ``start()`` returns at once, ``stop()`` joins the threads."""
+
+    def __init__(
+        self,
+        options: Options,
+        api_client: client.ApiClient,
+        *,
+        registry: CollectorRegistry | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.options = options
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.metrics = ExporterMetrics(self.registry)
+        rng = rng or random.Random()
+        self.stop_event = threading.Event()
+        self.wake = threading.Event()
+        self.health = Health(
+            clock=clock,
+            window=options.readiness_window,
+            stall_after_s=max(60.0, 10 * options.poll_interval_s + 4 * options.rpc_timeout_s),
+        )
+        self.podresources = PodResourcesClient(
+            options.podresources_socket,
+            timeout_s=options.rpc_timeout_s,
+            on_error=lambda method, code: self.metrics.rpc_errors.labels(method, code).inc(),
+        )
+        pod_api = PodApi(api_client)
+        self.cache = PodCache(pod_api, options.node_name, on_change=self.wake.set, rng=rng)
+        self.reconciler = Reconciler(
+            podresources=self.podresources,
+            cache=self.cache,
+            patcher=Patcher(pod_api, sleep=self._sleep, rng=rng),
+            load_cpu_map=lambda: read_cpu_numa_map(options.sysfs_root),
+            metrics=self.metrics,
+            health=self.health,
+            clock=clock,
+            wall_clock=wall_clock,
+        )
+        self.http = HttpServer(options.metrics_bind_address, self.registry, self.health)
+        self._threads: list[threading.Thread] = []
+
+    def _sleep(self, seconds: float) -> None:
+        self.stop_event.wait(seconds)
+
+    def start(self) -> None:
+        log.info(
+            "starting numa-exporter",
+            extra={
+                "version": __version__,
+                "node": self.options.node_name,
+                "socket": str(self.options.podresources_socket),
+                "sysfs_root": str(self.options.sysfs_root),
+                "poll_interval_s": self.options.poll_interval_s,
+                "metrics_port": self.http.port,
+            },
+        )
+        self.http.start()
+        for name, target in (
+            ("pod-cache", lambda: self.cache.run(self.stop_event)),
+            (
+                "reconcile",
+                lambda: self.reconciler.run(
+                    self.stop_event, self.wake, self.options.poll_interval_s
+                ),
+            ),
+        ):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        self.stop_event.set()
+        self.wake.set()
+        for thread in self._threads:
+            thread.join(timeout_s)
+        self.http.stop()
+        self.podresources.close()
+
+
+def run(options: Options, api_client: client.ApiClient) -> None:
+    """Run the daemon in the foreground until SIGTERM or SIGINT."""
+    exporter = Exporter(options, api_client)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: exporter.stop_event.set())
+    exporter.start()
+    exporter.stop_event.wait()
+    log.info("stopping numa-exporter")
+    exporter.stop()

@@ -1,0 +1,127 @@
+"""Liveness and readiness, and the HTTP server for /metrics, /healthz and /readyz.
+
+``Health`` is fed by the reconcile loop: after every pass it records whether the kubelet
+podresources API and the API server were reached. ``/readyz`` answers 200 only if both
+were reached within the last ``window`` passes; ``/healthz`` answers 200 while the loop
+keeps completing passes (a wedged loop fails the liveness probe).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+
+class Health:
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float],
+        window: int = 3,
+        stall_after_s: float = 120.0,
+    ) -> None:
+        self._clock = clock
+        self._passes: collections.deque[tuple[bool, bool]] = collections.deque(maxlen=window)
+        self._lock = threading.Lock()
+        self._started = clock()
+        self._last_pass: float | None = None
+        self.stall_after_s = stall_after_s
+
+    def record_pass(self, *, podresources_ok: bool, api_ok: bool) -> None:
+        with self._lock:
+            self._passes.append((podresources_ok, api_ok))
+            self._last_pass = self._clock()
+
+    def readiness(self) -> tuple[bool, str]:
+        """(ready, a one-line reason)."""
+        with self._lock:
+            passes = list(self._passes)
+        if not passes:
+            return False, "no reconcile pass yet"
+        podresources = any(p for p, _ in passes)
+        api = any(a for _, a in passes)
+        if podresources and api:
+            return True, "ok"
+        missing = [
+            name
+            for name, ok in (("kubelet podresources", podresources), ("API server", api))
+            if not ok
+        ]
+        return False, f"not reached in the last {len(passes)} passes: {', '.join(missing)}"
+
+    def liveness(self) -> tuple[bool, str]:
+        with self._lock:
+            last = self._last_pass if self._last_pass is not None else self._started
+        idle = self._clock() - last
+        if idle > self.stall_after_s:
+            return False, f"no reconcile pass completed for {idle:.0f}s"
+        return True, "ok"
+
+
+def parse_bind_address(address: str) -> tuple[str, int]:
+    """``host:port`` or ``:port`` (all interfaces) -> (host, port); ValueError otherwise."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"bind address {address!r} is not host:port or :port")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path == "/metrics":
+            body = generate_latest(self.server.registry)
+            self._send(200, body, CONTENT_TYPE_LATEST)
+        elif path in ("/healthz", "/livez"):
+            ok, reason = self.server.health.liveness()
+            self._send(200 if ok else 503, f"{reason}\n".encode(), "text/plain")
+        elif path == "/readyz":
+            ok, reason = self.server.health.readiness()
+            self._send(200 if ok else 503, f"{reason}\n".encode(), "text/plain")
+        else:
+            self._send(404, b"not found\n", "text/plain")
+
+    def _send(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return  # probes every few seconds would flood the log
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    registry: CollectorRegistry
+    health: Health
+
+
+class HttpServer:
+    """Serves /metrics, /healthz and /readyz on one address, in a daemon thread."""
+
+    def __init__(self, address: str, registry: CollectorRegistry, health: Health) -> None:
+        host, port = parse_bind_address(address)
+        self._server = _Server((host, port), _Handler)
+        self._server.registry = registry
+        self._server.health = health
+        self._thread = threading.Thread(target=self._server.serve_forever, name="http", daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

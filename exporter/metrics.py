@@ -1,0 +1,85 @@
+"""The exporter's Prometheus metrics, registered on an injected CollectorRegistry."""
+
+from __future__ import annotations
+
+import platform
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from exporter import __version__
+
+PREFIX = "numa_exporter"
+
+
+class ExporterMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self.reconcile_duration = Histogram(
+            f"{PREFIX}_reconcile_duration_seconds",
+            "Wall time of one reconcile pass (podresources List, derivation, patches).",
+            registry=registry,
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        )
+        self.reconciles = Counter(
+            f"{PREFIX}_reconciles",
+            "Reconcile passes by result (ok, podresources_error, api_not_synced).",
+            ["result"],
+            registry=registry,
+        )
+        self.rpc_errors = Counter(
+            f"{PREFIX}_podresources_rpc_errors",
+            "Failed kubelet podresources calls by method and gRPC status code.",
+            ["method", "code"],
+            registry=registry,
+        )
+        self.patches = Counter(
+            f"{PREFIX}_annotation_patches",
+            "Pod annotation patches by result (applied, not_found, conflict, rejected, failed).",
+            ["result"],
+            registry=registry,
+        )
+        self.pods_observed = Gauge(
+            f"{PREFIX}_pods_observed",
+            "Pods the kubelet reported in the last successful podresources List.",
+            registry=registry,
+        )
+        self.pods_with_placement = Gauge(
+            f"{PREFIX}_pods_with_aligned_resources",
+            "Pods in the last pass that hold aligned resources in some NUMA zone.",
+            registry=registry,
+        )
+        self.observation_lag = Histogram(
+            f"{PREFIX}_observation_lag_seconds",
+            "Time from the pod's status.startTime (kubelet acknowledged it) to the first "
+            "write of its observed annotations.",
+            registry=registry,
+            buckets=(0.25, 0.5, 1, 2, 3, 5, 10, 20, 30, 60, 120, 300),
+        )
+        self.unknown_cpus = Gauge(
+            f"{PREFIX}_unknown_cpus",
+            "Distinct exclusive CPU ids in the last pass that sysfs maps to no NUMA node "
+            "(left out of every placement).",
+            registry=registry,
+        )
+        self.last_success = Gauge(
+            f"{PREFIX}_last_successful_reconcile_timestamp_seconds",
+            "Unix time of the last reconcile pass that read podresources and the pod cache.",
+            registry=registry,
+        )
+        self.podresources_up = Gauge(
+            f"{PREFIX}_podresources_up",
+            "1 if the last podresources List succeeded, else 0.",
+            registry=registry,
+        )
+        self.apiserver_up = Gauge(
+            f"{PREFIX}_apiserver_up",
+            "1 if the pod list/watch is connected to the API server, else 0.",
+            registry=registry,
+        )
+        self.build_info = Gauge(
+            f"{PREFIX}_build_info",
+            "Build information; the value is always 1.",
+            ["version", "python_version"],
+            registry=registry,
+        )
+        self.build_info.labels(__version__, platform.python_version()).set(1)

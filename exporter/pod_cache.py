@@ -1,0 +1,168 @@
+"""A node-scoped pod cache fed by list + watch (field selector ``spec.nodeName``).
+
+Holds :class:`PodView` values only. ``run()`` lists, then watches from the list's
+resourceVersion, relists on 410 Gone and backs off with jitter on failures; every change
+calls ``on_change`` so the reconciler wakes up. ``connected`` says whether the API server
+answered the last list or watch; ``synced`` is set after the first successful list.
+The reconciler also feeds back the objects its patches and re-reads return
+(``upsert``), so it never compares against an older state than its own last write.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Protocol
+
+from exporter.kube import Gone, KubeError
+from exporter.pods import PodObjectError, PodView, pod_view
+
+log = logging.getLogger(__name__)
+
+INITIAL_BACKOFF_S = 0.2
+MAX_BACKOFF_S = 5.0
+
+
+class PodSource(Protocol):
+    def list_node_pods(self, node_name: str) -> tuple[str, list[dict[str, Any]]]: ...
+
+    def watch_node_pods(
+        self, node_name: str, resource_version: str
+    ) -> Iterator[tuple[str, dict[str, Any]]]: ...
+
+
+def _rv(value: str) -> int | None:
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def _decision_fields(view: PodView) -> tuple[object, ...]:
+    return (
+        view.uid,
+        view.phase,
+        view.started_at,
+        view.deleting,
+        view.placement_annotation,
+        view.memory_groups_annotation,
+    )
+
+
+class PodCache:
+    def __init__(
+        self,
+        source: PodSource,
+        node_name: str,
+        *,
+        on_change: Callable[[], None] = lambda: None,
+        on_connection: Callable[[bool], None] = lambda ok: None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._source = source
+        self.node_name = node_name
+        self._on_change = on_change
+        self._on_connection = on_connection
+        self._rng = rng or random.Random()
+        self._lock = threading.Lock()
+        self._pods: dict[str, PodView] = {}
+        self.synced = threading.Event()
+        self.connected = False
+
+    # -- reads ----------------------------------------------------------------------
+    def snapshot(self) -> Mapping[str, PodView]:
+        with self._lock:
+            return dict(self._pods)
+
+    def get(self, key: str) -> PodView | None:
+        with self._lock:
+            return self._pods.get(key)
+
+    # -- writes ---------------------------------------------------------------------
+    def _view(self, obj: Mapping[str, Any]) -> PodView | None:
+        try:
+            return pod_view(obj)
+        except PodObjectError as exc:
+            log.warning("ignoring unreadable pod", extra={"error": str(exc)})
+            return None
+
+    def replace(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        views = [v for v in (self._view(o) for o in objects) if v is not None]
+        with self._lock:
+            self._pods = {v.key: v for v in views}
+        self.synced.set()
+        self._on_change()
+
+    def upsert(self, obj: Mapping[str, Any], *, notify: bool = True) -> PodView | None:
+        """Insert or update from an object; an older version of the same pod is ignored.
+
+        ``on_change`` is called only when something the reconciler decides on changed
+        (not for status heartbeats or the exporter's own writes with ``notify=False``).
+        """
+        view = self._view(obj)
+        if view is None:
+            return None
+        with self._lock:
+            current = self._pods.get(view.key)
+            if current is not None and current.uid == view.uid:
+                old, new = _rv(current.resource_version), _rv(view.resource_version)
+                if old is not None and new is not None and new < old:
+                    return current
+            self._pods[view.key] = view
+        if notify and (current is None or _decision_fields(current) != _decision_fields(view)):
+            self._on_change()
+        return view
+
+    def delete(self, obj: Mapping[str, Any], *, uid: str | None = None) -> None:
+        meta = obj.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        uid = uid or meta.get("uid")
+        with self._lock:
+            current = self._pods.get(key)
+            if current is not None and (uid is None or current.uid == uid):
+                del self._pods[key]
+        self._on_change()
+
+    def forget(self, key: str, uid: str) -> None:
+        with self._lock:
+            current = self._pods.get(key)
+            if current is not None and current.uid == uid:
+                del self._pods[key]
+
+    # -- the loop -------------------------------------------------------------------
+    def _set_connected(self, ok: bool) -> None:
+        if ok != self.connected:
+            log.info("api server connection", extra={"connected": ok})
+        self.connected = ok
+        self._on_connection(ok)
+
+    def run(self, stop: threading.Event) -> None:
+        """List and watch until ``stop`` is set."""
+        backoff = INITIAL_BACKOFF_S
+        while not stop.is_set():
+            try:
+                version, items = self._source.list_node_pods(self.node_name)
+                self.replace(items)
+                self._set_connected(True)
+                backoff = INITIAL_BACKOFF_S
+                while not stop.is_set():
+                    for kind, obj in self._source.watch_node_pods(self.node_name, version):
+                        if stop.is_set():
+                            return
+                        meta = obj.get("metadata") or {}
+                        version = str(meta.get("resourceVersion") or version)
+                        if kind in ("ADDED", "MODIFIED"):
+                            self.upsert(obj)
+                        elif kind == "DELETED":
+                            self.delete(obj)
+                    self._set_connected(True)
+            except Gone:
+                log.info("watch expired, listing again")
+                continue
+            except KubeError as exc:
+                self._set_connected(False)
+                log.warning("pod list/watch failed", extra={"error": str(exc)})
+                stop.wait(backoff * (0.5 + self._rng.random()))
+                backoff = min(MAX_BACKOFF_S, backoff * 2)

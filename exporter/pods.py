@@ -1,0 +1,166 @@
+"""The few facts the exporter needs about a Pod object, read from the API's JSON.
+
+Pure. ``pod_view`` keeps only what the reconciler decides on (identity, phase, the two
+observed annotations, what the Memory Manager must report for it), so the node's pod
+cache stays small however large the pod objects are.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
+from exporter.quantities import QuantityError, parse_decimal
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+GUARANTEED = "Guaranteed"
+
+
+class PodObjectError(ValueError):
+    """A pod object the exporter cannot read; the message names the pod and the field."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodView:
+    """A pod as the exporter's cache holds it."""
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str = ""
+    phase: str = ""
+    #: ``status.startTime`` (kubelet acknowledged the pod), seconds since the epoch.
+    started_at: float | None = None
+    deleting: bool = False
+    qos_class: str = ""
+    #: Containers (and native sidecars) that request memory or hugepages: the ones the
+    #: Memory Manager's static policy gives blocks to when the pod is Guaranteed.
+    memory_containers: frozenset[str] = frozenset()
+    placement_annotation: str | None = None
+    memory_groups_annotation: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in TERMINAL_PHASES
+
+    @property
+    def admitted(self) -> bool:
+        """The kubelet has taken the pod on: Running, or Pending with a start time."""
+        return self.phase == "Running" or (self.phase == "Pending" and self.started_at is not None)
+
+    def annotation(self, name: str) -> str | None:
+        if name == OBSERVED_PLACEMENT:
+            return self.placement_annotation
+        if name == OBSERVED_MEMORY_GROUPS:
+            return self.memory_groups_annotation
+        raise KeyError(name)
+
+    def expected_memory_containers(self, *, memory_manager_static: bool) -> frozenset[str]:
+        """Containers that must have reported memory blocks for the groups to be complete."""
+        if memory_manager_static and self.qos_class == GUARANTEED:
+            return self.memory_containers
+        return frozenset()
+
+
+def _timestamp(value: Any) -> float | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=_dt.UTC)
+    return parsed.timestamp()
+
+
+def _amount(resources: Mapping[str, Any], kind: str, name: str, where: str) -> int:
+    raw = (resources.get(kind) or {}).get(name)
+    if raw is None:
+        return 0
+    try:
+        return 1 if parse_decimal(raw) > 0 else 0
+    except QuantityError as exc:
+        raise PodObjectError(f"{where}.resources.{kind}.{name}: {exc}") from exc
+
+
+def _requests_memory(container: Mapping[str, Any], where: str) -> bool:
+    resources = container.get("resources") or {}
+    names = set((resources.get("requests") or {}).keys()) | set(
+        (resources.get("limits") or {}).keys()
+    )
+    return any(
+        (name == "memory" or name.startswith("hugepages-"))
+        and bool(
+            _amount(resources, "requests", name, where) or _amount(resources, "limits", name, where)
+        )
+        for name in names
+    )
+
+
+def _qos_from_spec(spec: Mapping[str, Any], where: str) -> str:
+    """Fallback when ``status.qosClass`` is missing, after upstream ``GetPodQOS``
+    (``pkg/apis/core/v1/helper/qos/qos.go``): only cpu and memory count; Guaranteed iff
+    every container sets both limits and its requests (defaulting to limits) equal them."""
+    any_set = False
+    guaranteed = True
+    for i, c in enumerate([*(spec.get("initContainers") or []), *(spec.get("containers") or [])]):
+        resources = c.get("resources") or {}
+        limits = resources.get("limits") or {}
+        requests = {**limits, **(resources.get("requests") or {})}
+        for name in ("cpu", "memory"):
+            try:
+                lim = parse_decimal(limits[name]) if name in limits else None
+                req = parse_decimal(requests[name]) if name in requests else None
+            except QuantityError as exc:
+                raise PodObjectError(f"{where}.containers[{i}].resources.{name}: {exc}") from exc
+            any_set = any_set or bool(lim) or bool(req)
+            if not lim or req != lim:
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return GUARANTEED if guaranteed else "Burstable"
+
+
+def pod_view(obj: Mapping[str, Any]) -> PodView:
+    """Read a Pod object (the API's JSON as a dict). Raises PodObjectError naming the pod."""
+    meta = obj.get("metadata") or {}
+    name, namespace, uid = meta.get("name"), meta.get("namespace"), meta.get("uid")
+    if not (isinstance(name, str) and isinstance(namespace, str) and isinstance(uid, str)):
+        raise PodObjectError(
+            f"pod {namespace!r}/{name!r}: metadata.name, metadata.namespace and metadata.uid "
+            "must be strings"
+        )
+    where = f"pod {namespace}/{name}: spec"
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    annotations = meta.get("annotations") or {}
+    memory_containers = frozenset(
+        str(c.get("name"))
+        for c in [
+            *(c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"),
+            *(spec.get("containers") or []),
+        ]
+        if _requests_memory(c, where)
+    )
+    qos = status.get("qosClass")
+    return PodView(
+        namespace=namespace,
+        name=name,
+        uid=uid,
+        resource_version=str(meta.get("resourceVersion") or ""),
+        phase=str(status.get("phase") or ""),
+        started_at=_timestamp(status.get("startTime")),
+        deleting=meta.get("deletionTimestamp") is not None,
+        qos_class=qos if isinstance(qos, str) and qos else _qos_from_spec(spec, where),
+        memory_containers=memory_containers,
+        placement_annotation=annotations.get(OBSERVED_PLACEMENT),
+        memory_groups_annotation=annotations.get(OBSERVED_MEMORY_GROUPS),
+    )

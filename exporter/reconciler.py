@@ -1,0 +1,246 @@
+"""One reconcile pass: podresources List + the node's pod cache -> annotation patches.
+
+The pass reads the kubelet's view, derives each pod's two annotation values (pure,
+``exporter.placement``) and patches only the pods whose cached annotations differ, which
+also repairs out-of-band edits and removals. No write happens in a pass whose List
+failed, for a pod the kubelet lists twice under one name (an old and a new pod), for a
+pod the API does not show as admitted by the kubelet, or for a terminal or deleting pod.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter as _Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from exporter.health import Health
+from exporter.metrics import ExporterMetrics
+from exporter.patching import Patcher, PatchResult, changes_for
+from exporter.placement import PodPlacement, annotation_values, derive_placement
+from exporter.pod_cache import PodCache
+from exporter.podresources_client import PodResourcesError
+from exporter.pods import PodView, pod_view
+from exporter.resources import AllocatableResources, PodResources
+
+log = logging.getLogger(__name__)
+
+ALLOCATABLE_REFRESH_S = 60.0
+SYSFS_REFRESH_S = 60.0
+COALESCE_S = 0.05
+
+
+class PodResourcesReader(Protocol):
+    generation: int
+
+    def list(self) -> tuple[PodResources, ...]: ...
+
+    def allocatable(self) -> AllocatableResources: ...
+
+
+@dataclass
+class PassReport:
+    """What one pass did (for tests, logs and the benchmark)."""
+
+    podresources_ok: bool = False
+    api_ok: bool = False
+    pods_reported: int = 0
+    patches: dict[str, int] = field(default_factory=dict)
+    unknown_cpus: frozenset[int] = frozenset()
+    skipped_duplicates: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Memo:
+    report: PodResources
+    expected: frozenset[str]
+    placement: PodPlacement
+    desired: Mapping[str, str | None]
+
+
+class Reconciler:
+    def __init__(
+        self,
+        *,
+        podresources: PodResourcesReader,
+        cache: PodCache,
+        patcher: Patcher,
+        load_cpu_map: Callable[[], Mapping[int, int]],
+        metrics: ExporterMetrics,
+        health: Health,
+        clock: Callable[[], float],
+        wall_clock: Callable[[], float],
+    ) -> None:
+        self._podresources = podresources
+        self._cache = cache
+        self._patcher = patcher
+        self._load_cpu_map = load_cpu_map
+        self._cpu_map = load_cpu_map()
+        self._cpu_map_loaded_at = clock()
+        self._metrics = metrics
+        self._health = health
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._allocatable: AllocatableResources | None = None
+        self._allocatable_at = 0.0
+        self._allocatable_generation = -1
+        self._memo: dict[str, _Memo] = {}
+        self._logged_unknown: frozenset[int] = frozenset()
+
+    # -- inputs -----------------------------------------------------------------------
+    def _refresh_allocatable(self) -> None:
+        now = self._clock()
+        stale = now - self._allocatable_at >= ALLOCATABLE_REFRESH_S
+        if (
+            self._allocatable is None
+            or stale
+            or self._podresources.generation != self._allocatable_generation
+        ):
+            allocatable = self._podresources.allocatable()
+            if self._allocatable is not None and allocatable != self._allocatable:
+                log.info("allocatable resources changed; re-deriving every pod")
+                self._memo.clear()
+            self._allocatable = allocatable
+            self._allocatable_at = now
+            self._allocatable_generation = self._podresources.generation
+
+    def _maybe_reload_cpu_map(self, unknown: frozenset[int]) -> None:
+        if not unknown or self._clock() - self._cpu_map_loaded_at < SYSFS_REFRESH_S:
+            return
+        self._cpu_map_loaded_at = self._clock()
+        try:
+            self._cpu_map = self._load_cpu_map()
+            self._memo.clear()
+        except Exception as exc:  # keep the old map: a transient read error is not fatal
+            log.error("re-reading sysfs failed", extra={"error": str(exc)})
+
+    # -- decisions --------------------------------------------------------------------
+    def _desired(self, report: PodResources, pod: PodView) -> _Memo:
+        assert self._allocatable is not None
+        expected = pod.expected_memory_containers(
+            memory_manager_static=self._allocatable.memory_manager_static
+        )
+        memo = self._memo.get(report.key)
+        if memo is not None and memo.report == report and memo.expected == expected:
+            return memo
+        placement = derive_placement(report, self._cpu_map, expected_memory_containers=expected)
+        memo = _Memo(report, expected, placement, annotation_values(placement))
+        self._memo[report.key] = memo
+        return memo
+
+    @staticmethod
+    def _writable(pod: PodView | None) -> bool:
+        return pod is not None and pod.admitted and not pod.terminal and not pod.deleting
+
+    # -- the pass ---------------------------------------------------------------------
+    def run_once(self) -> PassReport:
+        started = self._clock()
+        report = PassReport()
+        try:
+            self._run(report)
+        finally:
+            report.api_ok = report.api_ok and self._cache.connected
+            self._health.record_pass(podresources_ok=report.podresources_ok, api_ok=report.api_ok)
+            self._metrics.podresources_up.set(1 if report.podresources_ok else 0)
+            self._metrics.apiserver_up.set(1 if self._cache.connected else 0)
+            self._metrics.reconcile_duration.observe(self._clock() - started)
+        return report
+
+    def _run(self, report: PassReport) -> None:
+        try:
+            reports = self._podresources.list()
+            self._refresh_allocatable()
+        except PodResourcesError as exc:
+            log.warning("podresources unavailable; no writes this pass", extra={"error": str(exc)})
+            self._metrics.reconciles.labels("podresources_error").inc()
+            report.api_ok = self._cache.synced.is_set()
+            return
+        report.podresources_ok = True
+        report.pods_reported = len(reports)
+        self._metrics.pods_observed.set(len(reports))
+        if not self._cache.synced.is_set():
+            self._metrics.reconciles.labels("api_not_synced").inc()
+            return
+        report.api_ok = True
+
+        counts = _Counter(r.key for r in reports)
+        duplicates = tuple(sorted(k for k, n in counts.items() if n > 1))
+        if duplicates:
+            log.warning(
+                "kubelet lists several pods under one name; leaving them alone",
+                extra={"pods": list(duplicates)},
+            )
+        report.skipped_duplicates = duplicates
+        snapshot = self._cache.snapshot()
+        unknown: set[int] = set()
+        aligned = 0
+        seen: set[str] = set()
+        for pod_report in reports:
+            key = pod_report.key
+            seen.add(key)
+            pod = snapshot.get(key)
+            if counts[key] > 1 or pod is None or not self._writable(pod):
+                continue
+            memo = self._desired(pod_report, pod)
+            unknown |= memo.placement.unknown_cpus
+            aligned += memo.placement.holds_aligned_resources
+            changes = changes_for(pod, memo.desired)
+            if changes:
+                result, reached = self._write(pod, changes)
+                report.patches[result] = report.patches.get(result, 0) + 1
+                report.api_ok = report.api_ok and reached
+        for key in [k for k in self._memo if k not in seen]:
+            del self._memo[key]
+
+        frozen_unknown = frozenset(unknown)
+        report.unknown_cpus = frozen_unknown
+        self._metrics.unknown_cpus.set(len(frozen_unknown))
+        self._metrics.pods_with_placement.set(aligned)
+        if frozen_unknown - self._logged_unknown:
+            log.warning(
+                "exclusive CPUs unknown to sysfs are left out of placements",
+                extra={"cpus": sorted(frozen_unknown)},
+            )
+        self._logged_unknown = frozen_unknown
+        self._maybe_reload_cpu_map(frozen_unknown)
+        self._metrics.reconciles.labels("ok").inc()
+        self._metrics.last_success.set(self._wall_clock())
+
+    def _write(self, pod: PodView, changes: Mapping[str, str | None]) -> tuple[str, bool]:
+        first_write = pod.placement_annotation is None and pod.memory_groups_annotation is None
+
+        def decide(fresh: PodView) -> Mapping[str, str | None] | None:
+            if not self._writable(fresh):
+                return None
+            memo = self._memo.get(fresh.key)
+            return changes_for(fresh, memo.desired) if memo is not None else None
+
+        outcome = self._patcher.apply(pod, changes, decide, pod_view)
+        self._metrics.patches.labels(outcome.result.value).inc()
+        if outcome.obj is not None:
+            self._cache.upsert(outcome.obj, notify=False)
+        if outcome.result is PatchResult.NOT_FOUND:
+            self._cache.forget(pod.key, pod.uid)
+        if outcome.result is PatchResult.APPLIED:
+            log.info(
+                "annotations written",
+                extra={"pod": pod.key, "uid": pod.uid, "annotations": dict(outcome.written or {})},
+            )
+            if first_write and pod.started_at is not None:
+                lag = max(0.0, self._wall_clock() - pod.started_at)
+                self._metrics.observation_lag.observe(lag)
+        return outcome.result.value, outcome.reached_api
+
+    # -- the loop ---------------------------------------------------------------------
+    def run(self, stop: threading.Event, wake: threading.Event, poll_interval_s: float) -> None:
+        """Reconcile every ``poll_interval_s`` and soon after ``wake`` is set."""
+        while not stop.is_set():
+            wake.clear()
+            try:
+                self.run_once()
+            except Exception:  # a bug must not stop the daemon; the next pass tries again
+                log.exception("reconcile pass failed")
+            if wake.wait(poll_interval_s) and not stop.is_set():
+                stop.wait(COALESCE_S)

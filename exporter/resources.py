@@ -1,0 +1,67 @@
+"""What the kubelet reports through the podresources API, as plain frozen values.
+
+Pure: no gRPC, no protobuf. ``exporter.podresources_client`` converts every response into
+these values so nothing else in the exporter touches generated code, and tests build them
+directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceAssignment:
+    """One ``ContainerDevices`` entry: device ids of one resource and the NUMA nodes of
+    the entry's topology (empty: the device plugin reported no NUMA affinity)."""
+
+    resource_name: str
+    device_ids: tuple[str, ...]
+    numa_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryBlock:
+    """One ``ContainerMemory`` block (Memory Manager static policy): a memory type
+    (``memory``, ``hugepages-1Gi``...), its size in bytes and its NUMA-node set."""
+
+    memory_type: str
+    size: int
+    numa_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerResources:
+    """What one container holds exclusively: CPU ids, devices, memory blocks."""
+
+    name: str
+    cpu_ids: tuple[int, ...] = ()
+    devices: tuple[DeviceAssignment, ...] = ()
+    memory: tuple[MemoryBlock, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PodResources:
+    """One pod of a ``List`` (or ``Get``) response."""
+
+    namespace: str
+    name: str
+    containers: tuple[ContainerResources, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class AllocatableResources:
+    """The node's ``GetAllocatableResources`` answer. ``memory`` is empty unless the
+    Memory Manager runs its static policy (the only policy that reports blocks)."""
+
+    cpu_ids: tuple[int, ...] = ()
+    devices: tuple[DeviceAssignment, ...] = ()
+    memory: tuple[MemoryBlock, ...] = ()
+
+    @property
+    def memory_manager_static(self) -> bool:
+        return bool(self.memory)
