@@ -18,3 +18,6 @@ def main() -> None:
 
 
 # Command families register here, one line each.
+from fakenrt.commands.nrt import nrt  # noqa: E402
+
+main.add_command(nrt)
