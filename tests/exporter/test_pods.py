@@ -1,0 +1,120 @@
+"""Reading the facts the exporter decides on from Pod objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
+from exporter.pods import PodObjectError, pod_view
+
+
+def _pod(containers: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u1", "resourceVersion": "7"},
+        "spec": {"containers": containers},
+        "status": {},
+    }
+    for key, value in extra.items():
+        obj[key].update(value)
+    return obj
+
+
+def _c(name: str, **resources: dict[str, str]) -> dict[str, Any]:
+    return {"name": name, "resources": resources}
+
+
+GUARANTEED = {"limits": {"cpu": "2", "memory": "1Gi"}}
+
+
+@pytest.mark.parametrize(
+    "obj,qos,memory_containers",
+    [
+        pytest.param(_pod([_c("a", **GUARANTEED)]), "Guaranteed", {"a"}, id="guaranteed"),
+        pytest.param(
+            _pod([_c("a", limits={"cpu": "2", "memory": "1Gi"}, requests={"cpu": "1"})]),
+            "Burstable",
+            {"a"},
+            id="burstable",
+        ),
+        pytest.param(_pod([_c("a")]), "BestEffort", set(), id="best-effort"),
+        pytest.param(
+            _pod(
+                [_c("a", **GUARANTEED)],
+                spec={
+                    "initContainers": [
+                        {**_c("side", **GUARANTEED), "restartPolicy": "Always"},
+                        _c("init", **GUARANTEED),
+                    ]
+                },
+            ),
+            "Guaranteed",
+            {"a", "side"},
+            id="sidecar-counts-plain-init-does-not",
+        ),
+        pytest.param(
+            _pod(
+                [_c("a", limits={"cpu": "1", "memory": "1Gi", "hugepages-2Mi": "2Mi"})],
+                status={"qosClass": "Guaranteed"},
+            ),
+            "Guaranteed",
+            {"a"},
+            id="status-qos-wins",
+        ),
+    ],
+)
+def test_qos_and_memory_containers(
+    obj: dict[str, Any], qos: str, memory_containers: set[str]
+) -> None:
+    view = pod_view(obj)
+    assert view.qos_class == qos
+    assert view.memory_containers == memory_containers
+
+
+def test_expected_memory_containers_only_for_guaranteed_with_static_policy() -> None:
+    view = pod_view(_pod([_c("a", **GUARANTEED)]))
+    assert view.expected_memory_containers(memory_manager_static=True) == {"a"}
+    assert view.expected_memory_containers(memory_manager_static=False) == frozenset()
+
+
+@pytest.mark.parametrize(
+    "status,admitted,terminal",
+    [
+        pytest.param({"phase": "Pending"}, False, False, id="pending-not-started"),
+        pytest.param(
+            {"phase": "Pending", "startTime": "2026-01-01T00:00:00Z"}, True, False, id="pending"
+        ),
+        pytest.param({"phase": "Running"}, True, False, id="running"),
+        pytest.param({"phase": "Succeeded"}, False, True, id="succeeded"),
+        pytest.param({"phase": "Failed"}, False, True, id="failed"),
+    ],
+)
+def test_phase(status: dict[str, str], admitted: bool, terminal: bool) -> None:
+    view = pod_view(_pod([_c("a")], status=status))
+    assert (view.admitted, view.terminal) == (admitted, terminal)
+
+
+def test_annotations_and_identity() -> None:
+    view = pod_view(
+        _pod(
+            [_c("a")],
+            metadata={
+                "annotations": {OBSERVED_PLACEMENT: "[]", "other": "x"},
+                "deletionTimestamp": "2026-01-01T00:00:00Z",
+            },
+            status={"startTime": "2026-01-01T00:00:10Z"},
+        )
+    )
+    assert (view.key, view.uid, view.resource_version) == ("ns/p", "u1", "7")
+    assert view.annotation(OBSERVED_PLACEMENT) == "[]"
+    assert view.annotation(OBSERVED_MEMORY_GROUPS) is None
+    assert view.deleting
+    assert view.started_at == 1767225610.0
+
+
+def test_bad_objects_name_the_pod() -> None:
+    with pytest.raises(PodObjectError, match=r"metadata\.uid"):
+        pod_view({"metadata": {"name": "p", "namespace": "ns"}})
+    with pytest.raises(PodObjectError, match=r"pod ns/p: spec.resources.limits.memory"):
+        pod_view(_pod([_c("a", limits={"memory": "lots"})]))
