@@ -1,0 +1,195 @@
+"""``fakenrt controller``: fake NUMA nodes on a real API server (thin: validate, run)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import click
+
+from fakenrt.controller.durations import DurationError, parse_duration
+from fakenrt.controller.settings import DEFAULT_CONTROLLER_NAME, ControllerSettings
+
+DURATION_HELP = "Durations: 30s, 1m30s, 250ms, or a number of seconds."
+
+
+class Duration(click.ParamType):
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, int | float):
+            return float(value)
+        try:
+            return parse_duration(str(value))
+        except DurationError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+DURATION = Duration()
+
+
+def _kube_client(kubeconfig: Path | None) -> Any:
+    from kubernetes import client, config
+
+    from fakenrt.controller.kube import KubeClient
+
+    try:
+        if kubeconfig is not None:
+            api = config.new_client_from_config(config_file=str(kubeconfig))
+        else:
+            try:
+                config.load_incluster_config()
+                api = client.ApiClient()
+            except config.ConfigException:
+                api = config.new_client_from_config()
+    except (config.ConfigException, OSError, TypeError, ValueError) as exc:
+        where = kubeconfig or "$KUBECONFIG / ~/.kube/config / in-cluster"
+        raise click.ClickException(f"cannot load a Kubernetes configuration ({where}): {exc}")
+    return KubeClient(api)
+
+
+@click.command("controller")
+@click.option(
+    "--kubeconfig",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    envvar="KUBECONFIG",
+    help="Kubeconfig of the cluster (default: $KUBECONFIG, in-cluster config, ~/.kube/config).",
+)
+@click.option(
+    "--profile",
+    "profile_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Node profiles YAML (docs/profiles.md): the fake nodes this controller owns.",
+)
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Per node <state-dir>/<node>/kubelet.sock (podresources gRPC) and "
+    "<state-dir>/<node>/sys (sysfs tree) for numa-exporter. Omit to serve neither.",
+)
+@click.option(
+    "--controller-name",
+    default=DEFAULT_CONTROLLER_NAME,
+    show_default=True,
+    help="Value of the fakenrt.io/controller label marking the nodes this controller owns; "
+    "nodes without it are never touched.",
+)
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed for NRT jitter and every other random choice (reproducible runs).")
+@click.option("--nrt-delay", type=DURATION, default=0.0, show_default=True,
+              help="Delay before an allocation or release shows in the node's NRT "
+              "'available' (0: publish immediately, jitter ignored). " + DURATION_HELP)
+@click.option("--nrt-jitter", type=DURATION, default=0.0, show_default=True,
+              help="Extra random delay, uniform in [0, jitter], per change and node.")
+@click.option("--nrt-refresh", type=DURATION, default=60.0, show_default=True,
+              help="Re-publish every NRT this often even without changes (repairs edits "
+              "by others; 0: never).")
+@click.option("--start-delay", type=DURATION, default=0.0, show_default=True,
+              help="Time from admission (status Pending, ContainerCreating) to Running.")
+@click.option("--default-run-duration", type=DURATION, default=None,
+              help="How long a pod runs before it Succeeds and releases its resources, when it "
+              "has no fakenrt.io/run-duration annotation (default: until deleted).")
+@click.option("--taint/--no-taint", default=True, show_default=True,
+              help="Taint the nodes fakenrt.io/fake-node=true:NoSchedule so only pods that "
+              "tolerate it land there.")
+@click.option("--lease-duration", type=click.IntRange(min=1), default=40, show_default=True,
+              help="leaseDurationSeconds of the node Leases in kube-node-lease.")
+@click.option("--lease-renew-interval", type=DURATION, default=10.0, show_default=True,
+              help="How often each node's Lease is renewed.")
+@click.option("--node-status-interval", type=DURATION, default=60.0, show_default=True,
+              help="How often each node's status (conditions) is written again.")
+@click.option("--workers", type=click.IntRange(min=1, max=64), default=8, show_default=True,
+              help="Threads writing to the API server (shared by all nodes).")
+@click.option("--remove-nodes", is_flag=True,
+              help="Delete every node owned by --controller-name (with its Lease and NRT) and "
+              "exit; needs no --profile.")
+@click.option("--remove-on-exit", is_flag=True,
+              help="On SIGTERM / SIGINT, delete the nodes this controller owns before exiting.")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
+              default="info", show_default=True, help="Log verbosity (logs go to stderr).")
+def controller(**options: Any) -> None:
+    """Run fake NUMA nodes on a real API server.
+
+    Creates the Node objects named in --profile (labelled fakenrt.io/fake-node=true and
+    fakenrt.io/controller=<name>) with Lease heartbeats; admits pods bound to them with the
+    simulated kubelet Topology Manager, in bind order (Running, or Failed with the kubelet's
+    reason, e.g. TopologyAffinityError); publishes one NodeResourceTopology per node with
+    the configured lag; and, with --state-dir, serves a podresources socket and a sysfs tree
+    per node for numa-exporter. See docs/controller.md.
+    """  # noqa: D301
+    logging.basicConfig(
+        level=options["log_level"].upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    from fakenrt.controller.registration import remove_nodes
+
+    kube = _kube_client(options["kubeconfig"])
+    if options["remove_nodes"]:
+        removed = remove_nodes(kube, controller=options["controller_name"])
+        click.echo(f"removed {len(removed)} node(s): {', '.join(removed) or '-'}")
+        return
+    if options["profile_path"] is None:
+        raise click.UsageError("--profile is required (unless --remove-nodes)")
+    run(kube, **options)
+
+
+def run(kube: Any, **options: Any) -> None:
+    from fakenrt.controller.registration import remove_nodes
+    from fakenrt.controller.runner import Controller, RunOptions
+    from fakenrt.profiles import ProfileError, load_profiles
+
+    try:
+        profiles = load_profiles(options["profile_path"])
+    except ProfileError as exc:
+        raise click.ClickException(str(exc)) from exc
+    try:
+        settings = ControllerSettings(
+            controller=options["controller_name"],
+            taint=options["taint"],
+            seed=options["seed"],
+            start_delay=options["start_delay"],
+            nrt_delay=options["nrt_delay"],
+            nrt_jitter=options["nrt_jitter"],
+            nrt_refresh=options["nrt_refresh"],
+            default_run_duration=options["default_run_duration"],
+            lease_duration=options["lease_duration"],
+            lease_renew_interval=options["lease_renew_interval"],
+            node_status_interval=options["node_status_interval"],
+        )
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    ctl = Controller(
+        kube,
+        profiles,
+        settings,
+        RunOptions(state_dir=options["state_dir"], workers=options["workers"]),
+        clock=time.time,
+    )
+    stop = threading.Event()
+
+    def _on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+        ctl.stop_event.set()
+        ctl.wake()
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    ctl.start()
+    if ctl.foreign:
+        click.echo(
+            f"fakenrt controller: not serving {len(ctl.foreign)} profile node(s) whose Node "
+            f"exists without this controller's labels: {', '.join(ctl.foreign)}",
+            err=True,
+        )
+    ctl.run()
+    ctl.stop()
+    if options["remove_on_exit"]:
+        removed = remove_nodes(kube, controller=settings.controller)
+        click.echo(f"removed {len(removed)} node(s)", err=True)

@@ -1,0 +1,191 @@
+"""Carries out the core's effects against the API server with a few worker threads. Edge.
+
+Effects are sharded by the object they write (a pod, a node), so each object's writes
+stay in order while different objects are written in parallel by ``workers`` threads
+(no thread per node). Node-level writes that only matter in their newest form (NRT
+publications, lease renewals, node status) are coalesced while they wait: a shard keeps
+the newest body per node and writes it once. Transient failures (429, 5xx, timeouts) are
+retried with jittered exponential backoff until they succeed or the executor stops;
+other API errors are logged and counted, never fatal.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import zlib
+from collections import Counter, deque
+from collections.abc import Callable, Iterable
+
+from fakenrt.controller.effects import (
+    DeletePod,
+    Effect,
+    PatchPodStatus,
+    PublishNrt,
+    RecordPodEvent,
+    RenewLease,
+    ReportNodeStatus,
+    ServePodResources,
+)
+from fakenrt.controller.kube import ApiError, KubeClient, Transient
+from fakenrt.controller.writers import (
+    NrtWriter,
+    delete_pod,
+    patch_pod_status,
+    record_event,
+    renew_lease,
+    report_node_status,
+)
+
+log = logging.getLogger(__name__)
+
+_BACKOFF_START, _BACKOFF_MAX = 0.2, 10.0
+_Latest = tuple[str, str]  # (effect kind, node)
+_Item = Effect | _Latest
+
+
+def _shard_key(effect: Effect) -> str:
+    if isinstance(effect, PatchPodStatus | RecordPodEvent | DeletePod):
+        return f"{effect.namespace}/{effect.name}"
+    return effect.node
+
+
+class _Shard:
+    def __init__(self) -> None:
+        self.items: deque[_Item] = deque()
+        self.latest: dict[_Latest, Effect] = {}
+
+
+class Executor:
+    """Sharded, coalescing, retrying writer of effects."""
+
+    def __init__(
+        self,
+        kube: KubeClient,
+        nrt: NrtWriter,
+        *,
+        workers: int,
+        lease_duration: int,
+        node_uids: dict[str, str],
+        serve_pod_resources: Callable[[ServePodResources], None],
+        rng: random.Random,
+    ) -> None:
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        self._kube = kube
+        self._nrt = nrt
+        self._lease_duration = lease_duration
+        self._node_uids = node_uids
+        self._serve = serve_pod_resources
+        self._rng = rng
+        self._lock = threading.Condition()
+        self._shards = [_Shard() for _ in range(workers)]
+        self._busy = 0
+        self._stopping = threading.Event()
+        self.stats: Counter[str] = Counter()
+        self._threads = [
+            threading.Thread(target=self._work, args=(i,), name=f"fakenrt-writer-{i}", daemon=True)
+            for i in range(workers)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, effects: Iterable[Effect]) -> None:
+        with self._lock:
+            for effect in effects:
+                if isinstance(effect, ServePodResources):
+                    self._serve(effect)
+                    continue
+                shard = self._shards[zlib.crc32(_shard_key(effect).encode()) % len(self._shards)]
+                if isinstance(effect, PublishNrt | RenewLease | ReportNodeStatus):
+                    key: _Latest = (type(effect).__name__, effect.node)
+                    if key not in shard.latest:
+                        shard.items.append(key)
+                    shard.latest[key] = effect
+                else:
+                    shard.items.append(effect)
+            self._lock.notify_all()
+
+    def idle(self) -> bool:
+        with self._lock:
+            return self._busy == 0 and not any(s.items for s in self._shards)
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until every submitted effect has been written (or ``timeout``)."""
+        with self._lock:
+            return self._lock.wait_for(
+                lambda: self._busy == 0 and not any(s.items for s in self._shards), timeout
+            )
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stopping.set()
+        with self._lock:
+            self._lock.notify_all()
+        for thread in self._threads:
+            thread.join(timeout)
+
+    def _take(self, index: int) -> Effect | None:
+        shard = self._shards[index]
+        with self._lock:
+            while not shard.items:
+                if self._stopping.is_set():
+                    return None
+                self._lock.wait()
+            item = shard.items.popleft()
+            self._busy += 1
+            if isinstance(item, tuple):
+                return shard.latest.pop(item)
+            return item
+
+    def _work(self, index: int) -> None:
+        while True:
+            effect = self._take(index)
+            if effect is None:
+                return
+            try:
+                self._perform_with_retries(effect)
+            finally:
+                with self._lock:
+                    self._busy -= 1
+                    self._lock.notify_all()
+
+    def _count(self, what: str) -> None:
+        with self._lock:
+            self.stats[what] += 1
+
+    def _perform_with_retries(self, effect: Effect) -> None:
+        kind = type(effect).__name__
+        delay = _BACKOFF_START
+        while True:
+            try:
+                self._perform(effect)
+            except Transient as exc:
+                self._count(f"{kind}:retry")
+                log.warning("%s for node %s failed, retrying: %s", kind, effect.node, exc)
+                if self._stopping.wait(delay * (0.5 + self._rng.random())):
+                    return
+                delay = min(delay * 2, _BACKOFF_MAX)
+                continue
+            except ApiError as exc:
+                self._count(f"{kind}:error")
+                log.error("%s for node %s failed: %s", kind, effect.node, exc)
+                return
+            self._count(kind)
+            return
+
+    def _perform(self, effect: Effect) -> None:
+        if isinstance(effect, PatchPodStatus):
+            if not patch_pod_status(self._kube, effect):
+                self._count("PatchPodStatus:gone")
+        elif isinstance(effect, RecordPodEvent):
+            record_event(self._kube, effect)
+        elif isinstance(effect, DeletePod):
+            delete_pod(self._kube, effect)
+        elif isinstance(effect, PublishNrt):
+            self._nrt.publish(effect)
+        elif isinstance(effect, RenewLease):
+            uid = self._node_uids.get(effect.node, "")
+            renew_lease(self._kube, effect, node_uid=uid, duration_s=self._lease_duration)
+        elif isinstance(effect, ReportNodeStatus):
+            report_node_status(self._kube, effect)

@@ -1,0 +1,140 @@
+"""The controller core: every fake node's model, one timer queue, one clock. Pure.
+
+Inputs are pods seen on the API (a list at start or after a relist, then watch events)
+and the passage of time; outputs are :mod:`effects`. The same object runs in real time
+(``runner.py`` waits for :meth:`Fleet.next_due` or the next watch event) and in simulated
+time (a harness advances its own clock and calls :meth:`Fleet.advance`). Nothing here
+sleeps, spawns threads or performs I/O, so a seeded run is reproducible event for event.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from fakenrt.controller.effects import Effect, RenewLease, ReportNodeStatus
+from fakenrt.controller.node import PUBLISH, REFRESH, NodeModel, TimerKey
+from fakenrt.controller.nodeobjects import NodeIdentity, node_status
+from fakenrt.controller.pods import ObservedPod, observe_pod, recovery_order
+from fakenrt.controller.settings import ControllerSettings
+from fakenrt.controller.timers import TimerQueue
+from fakenrt.profiles.model import NodeProfile
+
+LEASE, STATUS = "lease", "status"
+Clock = Callable[[], float]
+
+
+class Fleet:
+    """The simulated kubelets of the nodes one controller owns."""
+
+    def __init__(
+        self,
+        nodes: Sequence[tuple[NodeProfile, NodeIdentity]],
+        settings: ControllerSettings,
+        *,
+        clock: Clock,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.timers: TimerQueue[TimerKey] = TimerQueue()
+        self.nodes: dict[str, NodeModel] = {
+            profile.name: NodeModel(profile, identity, settings, self.timers)
+            for profile, identity in nodes
+        }
+        # Heartbeat phases are spread over the interval so 500 nodes do not renew at once.
+        self._phases = random.Random(f"{settings.seed}/heartbeats")
+
+    def model(self, node: str) -> NodeModel | None:
+        return self.nodes.get(node)
+
+    def start(self, pods: Iterable[Mapping[str, Any]]) -> list[Effect]:
+        """Rebuild every node from the pods on the API (controller start), publish every
+        node's NRT and podresources at once, and arm the periodic timers."""
+        now = self.clock()
+        effects = self._recover(pods, now)
+        for model in self.nodes.values():
+            effects += model.publish_now()
+            effects.append(ReportNodeStatus(model.name, node_status(model.profile, model.identity, at=now)))
+            effects.append(RenewLease(model.name, now))
+            s = self.settings
+            self.timers.set((LEASE, model.name, ""), now + self._phase(s.lease_renew_interval))
+            if s.node_status_interval > 0:
+                self.timers.set((STATUS, model.name, ""), now + self._phase(s.node_status_interval))
+            if s.nrt_refresh > 0:
+                self.timers.set((REFRESH, model.name, ""), now + self._phase(s.nrt_refresh))
+        return effects
+
+    def _phase(self, interval: float) -> float:
+        return self._phases.uniform(0.5, 1.0) * interval
+
+    def _recover(self, pods: Iterable[Mapping[str, Any]], now: float) -> list[Effect]:
+        per_node: dict[str, list[ObservedPod]] = defaultdict(list)
+        for manifest in pods:
+            pod = observe_pod(manifest)
+            if pod.node in self.nodes:
+                per_node[pod.node].append(pod)
+        effects: list[Effect] = []
+        for name, model in self.nodes.items():
+            ordered = sorted(per_node.get(name, ()), key=recovery_order)
+            effects += model.recover(ordered, now)
+        return effects
+
+    def resync(self, pods: Iterable[Mapping[str, Any]]) -> list[Effect]:
+        """A full list after the watch was lost: pods no longer there are treated as
+        deleted, new ones are admitted in recovery order, known ones updated."""
+        now = self.clock()
+        seen: dict[str, dict[str, ObservedPod]] = defaultdict(dict)
+        for manifest in pods:
+            pod = observe_pod(manifest)
+            if pod.node in self.nodes:
+                seen[pod.node][pod.key] = pod
+        effects: list[Effect] = []
+        for name, model in self.nodes.items():
+            current = seen.get(name, {})
+            for key, tracked in list(model.pods.items()):
+                if key not in current or current[key].uid != tracked.pod.uid:
+                    effects += model.deleted(tracked.pod, now)
+            for pod in sorted(current.values(), key=recovery_order):
+                effects += model.observe(pod, now)
+        return effects
+
+    def pod_event(self, kind: str, manifest: Mapping[str, Any]) -> list[Effect]:
+        """One watch event (``ADDED``, ``MODIFIED``, ``DELETED``) for a pod."""
+        spec = manifest.get("spec") or {}
+        model = self.nodes.get(str(spec.get("nodeName") or ""))
+        if model is None:
+            return []
+        pod = observe_pod(manifest)
+        now = self.clock()
+        if kind == "DELETED":
+            return model.deleted(pod, now)
+        return model.observe(pod, now)
+
+    def next_due(self) -> float | None:
+        return self.timers.next_due()
+
+    def advance(self) -> list[Effect]:
+        """Fire every timer that is due on the clock."""
+        now = self.clock()
+        effects: list[Effect] = []
+        for kind, node, pod_key in self.timers.pop_due(now):
+            model = self.nodes[node]
+            if kind == LEASE:
+                effects.append(RenewLease(node, now))
+                self.timers.set((LEASE, node, ""), now + self.settings.lease_renew_interval)
+            elif kind == STATUS:
+                status = node_status(model.profile, model.identity, at=now)
+                effects.append(ReportNodeStatus(node, status))
+                self.timers.set((STATUS, node, ""), now + self.settings.node_status_interval)
+            else:
+                effects += model.fire(kind, pod_key, now)
+        return effects
+
+    def pending_publications(self) -> int:
+        """Changes admitted but not yet visible in any NRT (for tests and metrics)."""
+        return sum(len(m.lag) for m in self.nodes.values())
+
+
+__all__ = ["PUBLISH", "Fleet"]

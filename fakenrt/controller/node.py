@@ -1,0 +1,351 @@
+"""One fake node's simulated kubelet: admission in bind order, pod lifecycle, NRT lag. Pure.
+
+A :class:`NodeModel` owns the node's :class:`~fakenrt.kubelet.node.NodeState` (the
+Topology Manager simulator), the pods bound to it and its :class:`LagPipeline`. It reacts
+to pods seen on the watch and to its timers (start, completion, NRT publication, refresh)
+and answers with :mod:`effects`; it never performs I/O. Timers live in a queue shared by
+every node of the fleet, keyed ``(kind, node, pod key)``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from fakenrt.controller.durations import DurationError, parse_duration
+from fakenrt.controller.effects import (
+    DeletePod,
+    Effect,
+    PatchPodStatus,
+    PublishNrt,
+    RecordPodEvent,
+    ServePodResources,
+)
+from fakenrt.controller.lag import LagPipeline
+from fakenrt.controller.nodeobjects import NodeIdentity
+from fakenrt.controller.podstatus import (
+    pending_status,
+    rejected_status,
+    running_status,
+    succeeded_status,
+)
+from fakenrt.controller.pods import RUN_DURATION_ANNOTATION, SEQUENCE_ANNOTATION, ObservedPod
+from fakenrt.controller.settings import ControllerSettings
+from fakenrt.controller.timers import TimerQueue
+from fakenrt.kubelet.allocation import UNEXPECTED_ADMISSION_ERROR, PodAllocation
+from fakenrt.kubelet.node import NodeState
+from fakenrt.nrt import render_nrt
+from fakenrt.profiles.model import NodeProfile
+
+TimerKey = tuple[str, str, str]
+START, COMPLETE, PUBLISH, REFRESH = "start", "complete", "publish", "refresh"
+_FIRST_POD_HOST, _LAST_POD_HOST = 2, 254
+
+
+class Stage(Enum):
+    """Where a tracked pod is in the simulated kubelet's lifecycle."""
+
+    STARTING = "starting"  # admitted, containers not started yet (holds resources)
+    RUNNING = "running"  # holds resources
+    REJECTED = "rejected"  # Failed at admission, holds nothing
+    SUCCEEDED = "succeeded"  # completed, released
+
+
+@dataclass
+class TrackedPod:
+    pod: ObservedPod
+    stage: Stage
+    sequence: int | None = None
+    admitted_at: float = 0.0
+    started_at: float | None = None
+    ip_host: int | None = None
+
+    @property
+    def holds(self) -> bool:
+        return self.stage in (Stage.STARTING, Stage.RUNNING)
+
+
+@dataclass(frozen=True)
+class NrtSnapshot:
+    """What a publication renders: the zones' usage and the pods counted in it."""
+
+    usage: Mapping[int, Mapping[str, int]]
+    #: ``namespace/name`` of the pods holding exclusive resources (the fingerprint's set).
+    pods: tuple[str, ...]
+
+
+def _holds_exclusive(allocation: PodAllocation) -> bool:
+    return any(c.cpus or c.memory or any(c.devices.values()) for c in allocation.containers)
+
+
+class NodeModel:
+    """The simulated kubelet of one fake node."""
+
+    def __init__(
+        self,
+        profile: NodeProfile,
+        identity: NodeIdentity,
+        settings: ControllerSettings,
+        timers: TimerQueue[TimerKey],
+    ) -> None:
+        self.profile = profile
+        self.identity = identity
+        self.settings = settings
+        self.state = NodeState.from_profile(profile)
+        # One random source per node, derived from the seed and the node name, so a node's
+        # jitter does not depend on what other nodes did (string seeds hash with SHA-512).
+        self.rng = random.Random(f"{settings.seed}/{profile.name}")
+        self.lag: LagPipeline[NrtSnapshot] = LagPipeline(
+            delay=settings.nrt_delay, jitter=settings.nrt_jitter, rng=self.rng
+        )
+        self.pods: dict[str, TrackedPod] = {}
+        self._deleting: set[str] = set()
+        self._timers = timers
+        self._next_sequence = 1
+        self._hosts_in_use: set[int] = set()
+        self.published: NrtSnapshot | None = None
+        self.admissions = 0
+        self.rejections = 0
+
+    @property
+    def name(self) -> str:
+        return self.profile.name
+
+    def _key(self, kind: str, pod_key: str = "") -> TimerKey:
+        return (kind, self.name, pod_key)
+
+    # ---- snapshots -------------------------------------------------------------------
+
+    def snapshot(self) -> NrtSnapshot:
+        return NrtSnapshot(
+            usage=self.state.zone_usage(),
+            pods=tuple(a.key for a in self.state.allocations() if _holds_exclusive(a)),
+        )
+
+    def render(self, snapshot: NrtSnapshot) -> dict[str, Any]:
+        return render_nrt(self.profile, usage=snapshot.usage, pods=snapshot.pods)
+
+    def _changed(self, now: float) -> list[Effect]:
+        """The node's allocations changed: serve them at once, publish them after the lag."""
+        due = self.lag.push(now, self.snapshot())
+        self._timers.set_if_earlier(self._key(PUBLISH), due)
+        return [ServePodResources(self.name, tuple(self.state.allocations()))]
+
+    def publish_now(self) -> list[Effect]:
+        """Publish the current state at once, dropping pending lagged changes (used after a
+        (re)start, when the state rebuilt from the API is the truth)."""
+        self.lag.clear()
+        self._timers.cancel(self._key(PUBLISH))
+        self.published = self.snapshot()
+        return [
+            PublishNrt(self.name, self.render(self.published)),
+            ServePodResources(self.name, tuple(self.state.allocations())),
+        ]
+
+    # ---- pods from the watch ---------------------------------------------------------
+
+    def observe(self, pod: ObservedPod, now: float) -> list[Effect]:
+        """A pod bound to this node was added or modified."""
+        tracked = self.pods.get(pod.key)
+        if tracked is not None and tracked.pod.uid != pod.uid:
+            # The name was reused and the old pod's deletion was missed: forget the old one.
+            effects = self._forget(tracked, now)
+            return effects + self.observe(pod, now)
+        if pod.deleting:
+            return self._terminate(pod, tracked, now)
+        if tracked is None:
+            return [] if pod.terminal else self.admit(pod, now)
+        if pod.terminal and tracked.holds:
+            # Marked terminal by someone else (e.g. evicted through the API): release.
+            tracked.stage = Stage.SUCCEEDED if pod.phase == "Succeeded" else Stage.REJECTED
+            self._drop_timers(pod.key)
+            return self._release(tracked, now)
+        tracked.pod = pod
+        return []
+
+    def deleted(self, pod: ObservedPod, now: float) -> list[Effect]:
+        """The Pod object is gone."""
+        self._deleting.discard(pod.uid)
+        tracked = self.pods.get(pod.key)
+        if tracked is None or tracked.pod.uid != pod.uid:
+            return []
+        return self._forget(tracked, now)
+
+    def _forget(self, tracked: TrackedPod, now: float) -> list[Effect]:
+        del self.pods[tracked.pod.key]
+        self._drop_timers(tracked.pod.key)
+        if tracked.ip_host is not None:
+            self._hosts_in_use.discard(tracked.ip_host)
+        return self._release(tracked, now) if tracked.holds else []
+
+    def _terminate(self, pod: ObservedPod, tracked: TrackedPod | None, now: float) -> list[Effect]:
+        """deletionTimestamp is set: stop the containers (release) and remove the pod."""
+        effects: list[Effect] = []
+        if tracked is not None:
+            effects += self._forget(tracked, now)
+        if pod.uid not in self._deleting:
+            self._deleting.add(pod.uid)
+            effects.append(DeletePod(self.name, pod.namespace, pod.name, pod.uid))
+        return effects
+
+    def _release(self, tracked: TrackedPod, now: float) -> list[Effect]:
+        self.state.release(tracked.pod.key)
+        if tracked.stage in (Stage.STARTING, Stage.RUNNING):
+            tracked.stage = Stage.SUCCEEDED
+        return self._changed(now)
+
+    def _drop_timers(self, pod_key: str) -> None:
+        self._timers.cancel(self._key(START, pod_key))
+        self._timers.cancel(self._key(COMPLETE, pod_key))
+
+    # ---- admission -------------------------------------------------------------------
+
+    def recover(self, pods: Iterable[ObservedPod], now: float) -> list[Effect]:
+        """Re-admit pods found on the API after a (re)start, in the given order (see
+        ``pods.recovery_order``). Pods the controller admitted before keep their sequence
+        number; pods it never saw go through admission as if just bound."""
+        effects: list[Effect] = []
+        ordered = list(pods)
+        known = [p.sequence for p in ordered if p.sequence is not None]
+        self._next_sequence = max([self._next_sequence - 1, *known]) + 1
+        for pod in ordered:
+            effects += self.observe(pod, now)
+        return effects
+
+    def _take_host(self, pod: ObservedPod) -> int | None:
+        prefix = self.identity.pod_ip(0)[: -len("0")]
+        if pod.pod_ip.startswith(prefix):
+            tail = pod.pod_ip[len(prefix) :]
+            if tail.isdigit() and int(tail) not in self._hosts_in_use:
+                self._hosts_in_use.add(int(tail))
+                return int(tail)
+        for host in range(_FIRST_POD_HOST, _LAST_POD_HOST + 1):
+            if host not in self._hosts_in_use:
+                self._hosts_in_use.add(host)
+                return host
+        return None
+
+    def admit(self, pod: ObservedPod, now: float) -> list[Effect]:
+        """Run the simulated kubelet's admission on a newly bound pod."""
+        if pod.spec is None:
+            reason, message = UNEXPECTED_ADMISSION_ERROR, f"cannot read the pod: {pod.error}"
+            return self._reject(pod, reason, message, now)
+        result = self.state.admit(pod.spec)
+        if not result.admit:
+            reason = result.reason or UNEXPECTED_ADMISSION_ERROR
+            return self._reject(pod, reason, result.message or reason, now)
+        self.admissions += 1
+        sequence = pod.sequence if pod.sequence is not None else self._next_sequence
+        self._next_sequence = max(self._next_sequence, sequence + 1)
+        tracked = TrackedPod(pod, Stage.STARTING, sequence=sequence, admitted_at=now)
+        self.pods[pod.key] = tracked
+        effects = self._changed(now)
+        annotations = {} if pod.sequence == sequence else {SEQUENCE_ANNOTATION: str(sequence)}
+        if pod.phase == "Running" and pod.started is not None:
+            # Recovered after a restart: it was started before; keep its status.
+            tracked.stage = Stage.RUNNING
+            tracked.admitted_at = tracked.started_at = pod.started
+            tracked.ip_host = self._take_host(pod)
+            if annotations:
+                effects.append(self._patch(pod, {}, annotations))
+            return effects + self._schedule_completion(tracked, now)
+        if self.settings.start_delay > 0:
+            status = pending_status(pod, at=now, host_ip=self.identity.internal_ip)
+            effects.append(self._patch(pod, status, annotations))
+            self._timers.set(self._key(START, pod.key), now + self.settings.start_delay)
+            return effects
+        return effects + self._start(tracked, now, annotations)
+
+    def _reject(self, pod: ObservedPod, reason: str, message: str, now: float) -> list[Effect]:
+        self.rejections += 1
+        self.pods[pod.key] = TrackedPod(pod, Stage.REJECTED, admitted_at=now)
+        return [
+            self._patch(pod, rejected_status(reason=reason, message=message)),
+            RecordPodEvent(
+                self.name, pod.namespace, pod.name, pod.uid, "Warning", reason, message, now
+            ),
+        ]
+
+    def _patch(
+        self, pod: ObservedPod, status: Mapping[str, Any], annotations: Mapping[str, str] = {}
+    ) -> PatchPodStatus:
+        return PatchPodStatus(
+            self.name, pod.namespace, pod.name, pod.uid, dict(status), dict(annotations)
+        )
+
+    # ---- lifecycle timers ------------------------------------------------------------
+
+    def _start(
+        self, tracked: TrackedPod, now: float, annotations: Mapping[str, str] = {}
+    ) -> list[Effect]:
+        tracked.stage = Stage.RUNNING
+        tracked.started_at = now
+        tracked.ip_host = self._take_host(tracked.pod)
+        pod_ip = self.identity.pod_ip(tracked.ip_host) if tracked.ip_host else ""
+        status = running_status(
+            tracked.pod,
+            admitted_at=tracked.admitted_at,
+            at=now,
+            host_ip=self.identity.internal_ip,
+            pod_ip=pod_ip,
+        )
+        return [self._patch(tracked.pod, status, annotations), *self._schedule_completion(tracked, now)]
+
+    def _run_duration(self, pod: ObservedPod, now: float) -> tuple[float | None, list[Effect]]:
+        if pod.run_duration is None:
+            return self.settings.default_run_duration, []
+        try:
+            return parse_duration(pod.run_duration), []
+        except DurationError as exc:
+            message = f"annotation {RUN_DURATION_ANNOTATION}: {exc}; the pod runs until deleted"
+            event = RecordPodEvent(
+                self.name, pod.namespace, pod.name, pod.uid, "Warning", "InvalidRunDuration",
+                message, now,
+            )  # fmt: skip
+            return None, [event]
+
+    def _schedule_completion(self, tracked: TrackedPod, now: float) -> list[Effect]:
+        duration, effects = self._run_duration(tracked.pod, now)
+        if duration is not None:
+            started = tracked.started_at if tracked.started_at is not None else now
+            self._timers.set(self._key(COMPLETE, tracked.pod.key), started + duration)
+        return effects
+
+    def fire(self, kind: str, pod_key: str, now: float) -> list[Effect]:
+        """A timer of this node went off."""
+        if kind == PUBLISH:
+            return self._publish_due(now)
+        if kind == REFRESH:
+            return self._refresh(now)
+        tracked = self.pods.get(pod_key)
+        if tracked is None:
+            return []
+        if kind == START and tracked.stage is Stage.STARTING:
+            return self._start(tracked, now)
+        if kind == COMPLETE and tracked.stage is Stage.RUNNING:
+            started = tracked.started_at if tracked.started_at is not None else now
+            status = succeeded_status(tracked.pod, started_at=started, at=now)
+            effects = self._release(tracked, now)
+            tracked.stage = Stage.SUCCEEDED
+            return [self._patch(tracked.pod, status), *effects]
+        return []
+
+    def _publish_due(self, now: float) -> list[Effect]:
+        snapshot = self.lag.pop_due(now)
+        following = self.lag.next_due()
+        if following is not None:
+            self._timers.set(self._key(PUBLISH), following)
+        if snapshot is None:
+            return []
+        self.published = snapshot
+        return [PublishNrt(self.name, self.render(snapshot))]
+
+    def _refresh(self, now: float) -> list[Effect]:
+        if self.settings.nrt_refresh > 0:
+            self._timers.set(self._key(REFRESH), now + self.settings.nrt_refresh)
+        if self.published is None:
+            return []
+        return [PublishNrt(self.name, self.render(self.published), refresh=True)]

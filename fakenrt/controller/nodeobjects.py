@@ -1,0 +1,164 @@
+"""The Node and Lease objects of a fake node, built from its profile. Pure.
+
+A fake node carries two labels that mark it (see :data:`FAKE_NODE_LABEL`,
+:data:`CONTROLLER_LABEL`); the controller only ever writes nodes that carry its own
+controller label value, so two controllers (or a real cluster's nodes) never collide.
+Capacity and allocatable come from ``fakenrt.profiles.resources`` (devices and hugepages
+included). Addresses are deterministic per node index: node IPs from 100.64.0.0/10, a
+pod CIDR ``10.<1 + i // 256>.<i % 256>.0/24`` per node.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from exporter.quantities import format_integer
+from fakenrt import __version__
+from fakenrt.controller.timestamps import micro_time, rfc3339
+from fakenrt.profiles.model import NodeProfile
+from fakenrt.profiles.resources import node_allocatable, node_capacity
+
+FAKE_NODE_LABEL = "fakenrt.io/fake-node"
+CONTROLLER_LABEL = "fakenrt.io/controller"
+TAINT_KEY = "fakenrt.io/fake-node"
+LEASE_NAMESPACE = "kube-node-lease"
+KUBELET_VERSION = f"v1.36.0-fakenrt.{__version__}"
+_NODE_NET = ipaddress.IPv4Network("100.64.0.0/10")
+
+
+@dataclass(frozen=True)
+class NodeIdentity:
+    """Where a fake node sits in the controller's fleet: its profile order and addresses."""
+
+    name: str
+    index: int
+
+    @property
+    def internal_ip(self) -> str:
+        return str(_NODE_NET.network_address + self.index + 1)
+
+    @property
+    def pod_cidr(self) -> str:
+        return f"10.{1 + self.index // 256}.{self.index % 256}.0/24"
+
+    def pod_ip(self, host: int) -> str:
+        """The ``host``-th address (2..254) of this node's pod CIDR."""
+        return f"10.{1 + self.index // 256}.{self.index % 256}.{host}"
+
+
+def owner_selector(controller: str) -> str:
+    """Label selector for the nodes one controller owns."""
+    return f"{FAKE_NODE_LABEL}=true,{CONTROLLER_LABEL}={controller}"
+
+
+def is_owned(labels: Mapping[str, str] | None, controller: str) -> bool:
+    """Whether a node with these labels belongs to ``controller``."""
+    labels = labels or {}
+    return labels.get(FAKE_NODE_LABEL) == "true" and labels.get(CONTROLLER_LABEL) == controller
+
+
+def _quantities(amounts: Mapping[str, int]) -> dict[str, str]:
+    return {name: format_integer(v) for name, v in sorted(amounts.items())}
+
+
+def node_labels(profile: NodeProfile, controller: str) -> dict[str, str]:
+    labels = {
+        "kubernetes.io/hostname": profile.name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "node.kubernetes.io/instance-type": "fakenrt",
+    }
+    labels.update(profile.labels)
+    labels[FAKE_NODE_LABEL] = "true"
+    labels[CONTROLLER_LABEL] = controller
+    return labels
+
+
+def node_object(
+    profile: NodeProfile, identity: NodeIdentity, *, controller: str, taint: bool
+) -> dict[str, Any]:
+    """The Node's metadata and spec (what ``create`` sends; status is written separately)."""
+    spec: dict[str, Any] = {"podCIDR": identity.pod_cidr, "podCIDRs": [identity.pod_cidr]}
+    if taint:
+        spec["taints"] = [{"key": TAINT_KEY, "value": "true", "effect": "NoSchedule"}]
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": profile.name,
+            "labels": node_labels(profile, controller),
+            "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
+        },
+        "spec": spec,
+    }
+
+
+def _condition(kind: str, status: str, reason: str, message: str, at: float) -> dict[str, str]:
+    stamp = rfc3339(at)
+    return {
+        "type": kind,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastHeartbeatTime": stamp,
+        "lastTransitionTime": stamp,
+    }
+
+
+def node_status(profile: NodeProfile, identity: NodeIdentity, *, at: float) -> dict[str, Any]:
+    """The Node ``status`` a kubelet would report: capacity, allocatable, conditions."""
+    return {
+        "capacity": _quantities(node_capacity(profile)),
+        "allocatable": _quantities(node_allocatable(profile)),
+        "conditions": [
+            _condition("MemoryPressure", "False", "KubeletHasSufficientMemory",
+                       "kubelet has sufficient memory available", at),
+            _condition("DiskPressure", "False", "KubeletHasNoDiskPressure",
+                       "kubelet has no disk pressure", at),
+            _condition("PIDPressure", "False", "KubeletHasSufficientPID",
+                       "kubelet has sufficient PID available", at),
+            _condition("Ready", "True", "KubeletReady",
+                       "fakenrt: simulated kubelet is posting ready status", at),
+        ],  # fmt: skip
+        "addresses": [
+            {"type": "InternalIP", "address": identity.internal_ip},
+            {"type": "Hostname", "address": profile.name},
+        ],
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+        "nodeInfo": {
+            "machineID": identity.name,
+            "systemUUID": identity.name,
+            "bootID": identity.name,
+            "kernelVersion": "fakenrt",
+            "osImage": "fakenrt simulated node",
+            "containerRuntimeVersion": "fakenrt://" + __version__,
+            "kubeletVersion": KUBELET_VERSION,
+            "kubeProxyVersion": "",
+            "operatingSystem": "linux",
+            "architecture": "amd64",
+        },
+    }
+
+
+def lease_object(
+    node: str, node_uid: str | None, *, at: float, duration_s: int
+) -> dict[str, Any]:
+    """The node's Lease in kube-node-lease (owned by the Node, so it goes with it)."""
+    meta: dict[str, Any] = {"name": node, "namespace": LEASE_NAMESPACE}
+    if node_uid:
+        meta["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Node", "name": node, "uid": node_uid}
+        ]
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": meta,
+        "spec": {
+            "holderIdentity": node,
+            "leaseDurationSeconds": duration_s,
+            "renewTime": micro_time(at),
+        },
+    }

@@ -1,0 +1,118 @@
+"""Pods as the controller sees them on the watch: the fields the simulated kubelet acts on.
+
+Pure. :func:`observe_pod` reads a Pod manifest (a dict from the API) once; everything
+downstream works on the frozen :class:`ObservedPod`. A pod whose resources cannot be read
+keeps the error (``spec`` is None, ``error`` says why) so the controller can fail it the
+way the kubelet fails a pod it cannot admit, instead of crashing or ignoring it.
+
+Annotations the controller reads and writes (``fakenrt.io/``):
+
+* :data:`SEQUENCE_ANNOTATION` - written by the controller when it admits a pod: the
+  pod's admission sequence number on its node (1, 2, ...). After a restart the controller
+  re-admits a node's pods in this order (see ``docs/controller.md``).
+* :data:`RUN_DURATION_ANNOTATION` - set by users: how long the pod runs before it
+  Succeeds (``30s``, ``5m``, ``1h30m`` or seconds); absent means the controller default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fakenrt.controller.timestamps import parse_rfc3339
+from fakenrt.podspec import PodSpec, PodSpecError, pod_from_manifest
+
+SEQUENCE_ANNOTATION = "fakenrt.io/admission-sequence"
+RUN_DURATION_ANNOTATION = "fakenrt.io/run-duration"
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True)
+class ObservedPod:
+    """One Pod object as last seen on the watch."""
+
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    phase: str
+    #: ``metadata.deletionTimestamp`` is set: the pod is being deleted.
+    deleting: bool
+    #: ``metadata.creationTimestamp`` in seconds (0 when absent).
+    created: float
+    resource_version: str
+    spec: PodSpec | None
+    #: Why ``spec`` is None (the PodSpecError message).
+    error: str | None = None
+    #: Admission sequence number on its node, from :data:`SEQUENCE_ANNOTATION`.
+    sequence: int | None = None
+    run_duration: str | None = None
+    #: ``status.startTime`` in seconds (None before the kubelet started it).
+    started: float | None = None
+    #: ``status.podIP`` ("" when none).
+    pod_ip: str = ""
+    #: container name -> image, for container statuses.
+    images: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in TERMINAL_PHASES
+
+
+def _sequence(raw: object) -> int | None:
+    if isinstance(raw, str) and raw.isdigit():
+        return int(raw)
+    return None
+
+
+def observe_pod(manifest: Mapping[str, Any]) -> ObservedPod:
+    """Read the fields the controller needs from a Pod manifest dict (API JSON)."""
+    meta = manifest.get("metadata") or {}
+    spec_raw = manifest.get("spec") or {}
+    status = manifest.get("status") or {}
+    annotations = meta.get("annotations") or {}
+    namespace = str(meta.get("namespace") or "default")
+    name = str(meta.get("name") or "")
+    try:
+        spec: PodSpec | None = pod_from_manifest(manifest, source="watch")
+        error = None
+    except PodSpecError as exc:
+        spec, error = None, str(exc)
+    images = {
+        str(c.get("name")): str(c.get("image") or "")
+        for c in (*(spec_raw.get("initContainers") or ()), *(spec_raw.get("containers") or ()))
+        if isinstance(c, Mapping)
+    }
+    created = meta.get("creationTimestamp")
+    started = status.get("startTime")
+    return ObservedPod(
+        namespace=namespace,
+        name=name,
+        uid=str(meta.get("uid") or ""),
+        node=str(spec_raw.get("nodeName") or ""),
+        phase=str(status.get("phase") or "Pending"),
+        deleting=meta.get("deletionTimestamp") is not None,
+        created=parse_rfc3339(created) if isinstance(created, str) else 0.0,
+        resource_version=str(meta.get("resourceVersion") or ""),
+        spec=spec,
+        error=error,
+        sequence=_sequence(annotations.get(SEQUENCE_ANNOTATION)),
+        run_duration=annotations.get(RUN_DURATION_ANNOTATION),
+        images=images,
+        started=parse_rfc3339(started) if isinstance(started, str) else None,
+        pod_ip=str(status.get("podIP") or ""),
+    )
+
+
+def recovery_order(pod: ObservedPod) -> tuple[int, int, float, str]:
+    """Sort key that re-creates a node's admission order after a restart: pods the
+    controller admitted before (sequence annotation) first, by sequence; then the rest by
+    creation time, then name (a stable, documented tie-break)."""
+    if pod.sequence is not None:
+        return (0, pod.sequence, 0.0, pod.key)
+    return (1, 0, pod.created, pod.key)

@@ -1,0 +1,104 @@
+"""Node registration and removal: the only code that writes Node objects. Edge module.
+
+A profile's node is created when missing, and updated (labels, taint, status) when it
+exists and carries this controller's labels. A node that exists without them belongs to
+someone else (a real node, another controller): it is left untouched, reported, and the
+profile is not served. Removal deletes only nodes selected by this controller's labels,
+with their Lease and NodeResourceTopology.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fakenrt.controller.kube import STRATEGIC_MERGE_PATCH, Conflict, KubeClient, NotFound, path
+from fakenrt.controller.nodeobjects import (
+    NodeIdentity,
+    is_owned,
+    node_labels,
+    node_object,
+    node_status,
+    owner_selector,
+)
+from fakenrt.controller.writers import lease_path, nrt_path
+from fakenrt.profiles.model import NodeProfile
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Registration:
+    """The outcome of registering a fleet: node name -> uid for the nodes served, and the
+    profiles skipped because a node of that name is not ours."""
+
+    node_uids: dict[str, str]
+    foreign: tuple[str, ...]
+
+
+def register_nodes(
+    kube: KubeClient,
+    nodes: Sequence[tuple[NodeProfile, NodeIdentity]],
+    *,
+    controller: str,
+    taint: bool,
+    now: float,
+) -> Registration:
+    uids: dict[str, str] = {}
+    foreign: list[str] = []
+    for profile, identity in nodes:
+        desired = node_object(profile, identity, controller=controller, taint=taint)
+        node_path = path("api", "v1", "nodes", profile.name)
+        try:
+            current = kube.get(node_path)
+        except NotFound:
+            try:
+                current = kube.create(path("api", "v1", "nodes"), desired)
+            except Conflict:
+                current = kube.get(node_path)
+        labels = (current.get("metadata") or {}).get("labels")
+        if not is_owned(labels, controller):
+            log.error(
+                "node %s exists and is not owned by controller %r (labels %s); "
+                "leaving it alone and not serving this profile",
+                profile.name, controller, labels or {},
+            )  # fmt: skip
+            foreign.append(profile.name)
+            continue
+        taints = desired["spec"].get("taints", [])
+        patched = kube.patch(
+            node_path,
+            {"metadata": {"labels": node_labels(profile, controller)}, "spec": {"taints": taints}},
+        )
+        kube.patch(
+            path("api", "v1", "nodes", profile.name, "status"),
+            {"status": node_status(profile, identity, at=now)},
+            content_type=STRATEGIC_MERGE_PATCH,
+        )
+        uids[profile.name] = str(patched["metadata"]["uid"])
+    return Registration(uids, tuple(foreign))
+
+
+def remove_nodes(kube: KubeClient, *, controller: str) -> list[str]:
+    """Delete every node this controller owns, with its Lease and NRT. Returns the names."""
+    nodes, _ = kube.list_all(path("api", "v1", "nodes"), labelSelector=owner_selector(controller))
+    removed: list[str] = []
+    for node in nodes:
+        meta = node.get("metadata") or {}
+        name = str(meta.get("name"))
+        if not is_owned(meta.get("labels"), controller):
+            continue
+        for target in (nrt_path(name), lease_path(name)):
+            try:
+                kube.delete(target)
+            except NotFound:
+                pass
+        try:
+            kube.delete(
+                path("api", "v1", "nodes", name), {"preconditions": {"uid": meta.get("uid")}}
+            )
+        except (NotFound, Conflict):
+            continue
+        removed.append(name)
+    return removed

@@ -1,0 +1,199 @@
+"""The controller in real time: registration, one watch, the core loop, the writers.
+
+Threads: one pod watch (``watching.PodWatcher``), the loop (``Controller.run``, the only
+thread that touches the core), ``workers`` writer threads (``executor.Executor``), and
+the podresources servers' own threads. Nothing per node is a thread.
+
+The clock is injected: with a real clock the loop sleeps until the next timer or the next
+watch message; with a test clock, tests advance it and call :meth:`Controller.wake`.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fakenrt.controller.effects import Effect, ServePodResources
+from fakenrt.controller.endpoints import NodeEndpoints
+from fakenrt.controller.executor import Executor
+from fakenrt.controller.fleet import Fleet
+from fakenrt.controller.kube import KubeClient
+from fakenrt.controller.nodeobjects import NodeIdentity
+from fakenrt.controller.registration import register_nodes
+from fakenrt.controller.settings import ControllerSettings
+from fakenrt.controller.watching import Message, PodWatcher, list_bound_pods
+from fakenrt.controller.writers import NrtWriter
+from fakenrt.profiles.model import NodeProfile
+
+log = logging.getLogger(__name__)
+
+#: Longest the loop blocks without looking at the clock (a test clock may jump).
+MAX_WAIT_S = 1.0
+#: Watch messages handled per loop turn before timers get their turn.
+BATCH = 512
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Runner-only options (the core's live in ControllerSettings)."""
+
+    #: Per node ``<state_dir>/<node>/kubelet.sock`` and ``<state_dir>/<node>/sys``; None: no
+    #: podresources sockets or sysfs trees.
+    state_dir: Path | None = None
+    workers: int = 8
+
+
+class Controller:
+    """One fakenrt controller process: owns its nodes, serves them until stopped."""
+
+    def __init__(
+        self,
+        kube: KubeClient,
+        profiles: Sequence[NodeProfile],
+        settings: ControllerSettings,
+        options: RunOptions,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.kube = kube
+        self.profiles = tuple(profiles)
+        self.settings = settings
+        self.options = options
+        self.clock = clock
+        self.inbox: queue.Queue[Message] = queue.Queue()
+        self.stop_event = threading.Event()
+        self.identities = [
+            (p, NodeIdentity(p.name, index)) for index, p in enumerate(self.profiles)
+        ]
+        self.fleet: Fleet | None = None
+        self.foreign: tuple[str, ...] = ()
+        self.node_uids: dict[str, str] = {}
+        self.endpoints: NodeEndpoints | None = None
+        self.executor: Executor | None = None
+        self.watcher: PodWatcher | None = None
+        self.nrt = NrtWriter(kube, controller=settings.controller)
+        self._thread: threading.Thread | None = None
+        self.started = threading.Event()
+
+    # ---- start -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Register nodes, rebuild state from the API, publish, start watching (blocking
+        until all of that is done); then :meth:`run` or :meth:`run_in_thread`."""
+        now = self.clock()
+        registration = register_nodes(
+            self.kube,
+            self.identities,
+            controller=self.settings.controller,
+            taint=self.settings.taint,
+            now=now,
+        )
+        self.foreign = registration.foreign
+        self.node_uids = registration.node_uids
+        for node, uid in self.node_uids.items():
+            self.nrt.set_node_uid(node, uid)
+        served = [(p, i) for p, i in self.identities if p.name in self.node_uids]
+        self.fleet = Fleet(served, self.settings, clock=self.clock)
+        if self.options.state_dir is not None:
+            self.endpoints = NodeEndpoints(self.options.state_dir)
+            self.endpoints.start([p for p, _ in served])
+        self.executor = Executor(
+            self.kube,
+            self.nrt,
+            workers=self.options.workers,
+            lease_duration=self.settings.lease_duration,
+            node_uids=self.node_uids,
+            serve_pod_resources=self._serve,
+            rng=random.Random(f"{self.settings.seed}/executor"),
+        )
+        pods, version = list_bound_pods(self.kube)
+        self.executor.submit(self.fleet.start(pods))
+        self.watcher = PodWatcher(
+            self.kube,
+            self.inbox,
+            resource_version=version,
+            rng=random.Random(f"{self.settings.seed}/watch"),
+        )
+        self.watcher.start()
+        self.started.set()
+        log.info(
+            "serving %d fake nodes (%d skipped: not ours): %s",
+            len(served), len(self.foreign), ", ".join(p.name for p, _ in served[:10]),
+        )  # fmt: skip
+
+    def _serve(self, effect: ServePodResources) -> None:
+        if self.endpoints is not None:
+            self.endpoints.serve(effect.node, effect.allocations)
+
+    # ---- loop ------------------------------------------------------------------------
+
+    def wake(self) -> None:
+        """Make the loop look at the clock now (after a test advanced it)."""
+        self.inbox.put(("wake",))
+
+    def _handle(self, message: Message) -> list[Effect]:
+        assert self.fleet is not None
+        if message[0] == "event":
+            return self.fleet.pod_event(message[1], message[2])
+        if message[0] == "list":
+            return self.fleet.resync(message[1])
+        return []
+
+    def turn(self, timeout: float) -> None:
+        """One loop turn: wait up to ``timeout`` for a message, handle a batch, fire timers."""
+        assert self.fleet is not None and self.executor is not None
+        effects: list[Effect] = []
+        try:
+            message = self.inbox.get(timeout=timeout) if timeout > 0 else self.inbox.get_nowait()
+            effects += self._handle(message)
+            for _ in range(BATCH - 1):
+                effects += self._handle(self.inbox.get_nowait())
+        except queue.Empty:
+            pass
+        effects += self.fleet.advance()
+        if effects:
+            self.executor.submit(effects)
+
+    def run(self) -> None:
+        """Serve until :meth:`stop`."""
+        assert self.fleet is not None
+        while not self.stop_event.is_set():
+            due = self.fleet.next_due()
+            wait = MAX_WAIT_S if due is None else min(MAX_WAIT_S, max(0.0, due - self.clock()))
+            self.turn(wait)
+
+    def run_in_thread(self) -> None:
+        self._thread = threading.Thread(target=self.run, name="fakenrt-controller", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self.stop_event.set()
+        self.wake()
+        if self.watcher is not None:
+            self.watcher.stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        if self.executor is not None:
+            self.executor.wait_idle(timeout)
+            self.executor.stop(timeout)
+        if self.endpoints is not None:
+            self.endpoints.stop()
+
+    # ---- introspection (tests, benchmark) --------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        fleet = self.fleet
+        out: dict[str, Any] = dict(self.executor.stats) if self.executor else {}
+        if fleet is not None:
+            out["admitted"] = sum(m.admissions for m in fleet.nodes.values())
+            out["rejected"] = sum(m.rejections for m in fleet.nodes.values())
+            out["pending_publications"] = fleet.pending_publications()
+        out["nrt_writes"] = self.nrt.writes
+        return out

@@ -1,0 +1,93 @@
+"""One cluster-wide watch of bound pods, feeding the controller's inbox. Edge module.
+
+The controller lists and watches pods once for all its nodes (field selector
+``spec.nodeName!=``: bound pods only) instead of one watch per node; the core drops pods
+of nodes it does not serve. Messages put on the inbox:
+
+* ``("list", items)`` - a full list (at start, and after the watch expired: 410);
+* ``("event", type, object)`` - ``ADDED`` / ``MODIFIED`` / ``DELETED``.
+
+The watch resumes from the last resourceVersion seen (bookmarks included); transient
+errors back off with jitter and retry; the thread ends when ``stop`` is set.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import random
+import threading
+from typing import Any
+
+from fakenrt.controller.kube import ApiError, Gone, KubeClient, Transient, path
+
+log = logging.getLogger(__name__)
+
+BOUND_PODS = "spec.nodeName!="
+Message = tuple[Any, ...]
+
+
+def list_bound_pods(kube: KubeClient) -> tuple[list[dict[str, Any]], str]:
+    return kube.list_all(path("api", "v1", "pods"), fieldSelector=BOUND_PODS)
+
+
+class PodWatcher:
+    """Runs the list/watch loop in one daemon thread."""
+
+    def __init__(
+        self,
+        kube: KubeClient,
+        inbox: queue.Queue[Message],
+        *,
+        resource_version: str,
+        rng: random.Random,
+        watch_timeout_s: int = 300,
+    ) -> None:
+        self._kube = kube
+        self._inbox = inbox
+        self._version = resource_version
+        self._rng = rng
+        self._timeout = watch_timeout_s
+        self.stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="fakenrt-pod-watch", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        delay = 0.2
+        while not self.stop.is_set():
+            try:
+                if not self._version:
+                    items, self._version = list_bound_pods(self._kube)
+                    self._inbox.put(("list", items))
+                self._watch_once()
+                delay = 0.2
+            except Gone:
+                log.info("pod watch expired; listing again")
+                self._version = ""
+            except (Transient, ApiError) as exc:
+                log.warning("pod watch failed, retrying: %s", exc)
+                self.stop.wait(delay * (0.5 + self._rng.random()))
+                delay = min(delay * 2, 10.0)
+
+    def _watch_once(self) -> None:
+        events = self._kube.watch(
+            path("api", "v1", "pods"),
+            resource_version=self._version,
+            timeout_s=self._timeout,
+            fieldSelector=BOUND_PODS,
+        )
+        for event in events:
+            if self.stop.is_set():
+                return
+            obj = event.get("object") or {}
+            version = (obj.get("metadata") or {}).get("resourceVersion")
+            if version:
+                self._version = str(version)
+            kind = event.get("type")
+            if kind in ("ADDED", "MODIFIED", "DELETED"):
+                self._inbox.put(("event", kind, obj))

@@ -1,0 +1,217 @@
+"""Kubernetes writes of the controller, one function per effect kind. Edge module.
+
+Each takes the :class:`~fakenrt.controller.kube.KubeClient` and one effect and performs it
+the way the kubelet (or NFD / RTE for NRT objects) would:
+
+* pod status: strategic-merge patch of ``pods/status`` with a uid precondition; a pod
+  that is gone (404) or was replaced by a namesake (409) is skipped;
+* events: core/v1 Events named ``<pod>.<hex nanoseconds>`` like the kubelet's recorder;
+* deletion: ``DELETE`` with grace period 0 and a uid precondition (404 / 409: done);
+* NRT: create, or update with the last seen resourceVersion; a conflict re-reads the
+  object and retries (someone else wrote it: our state wins);
+* Lease: merge patch of ``renewTime`` (created when missing);
+* Node status: strategic-merge patch of ``nodes/status``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from fakenrt import __version__
+from fakenrt.controller.effects import (
+    DeletePod,
+    PatchPodStatus,
+    PublishNrt,
+    RecordPodEvent,
+    RenewLease,
+    ReportNodeStatus,
+)
+from fakenrt.controller.kube import (
+    STRATEGIC_MERGE_PATCH,
+    Conflict,
+    KubeClient,
+    NotFound,
+    path,
+)
+from fakenrt.controller.nodeobjects import CONTROLLER_LABEL, LEASE_NAMESPACE, lease_object
+from fakenrt.controller.timestamps import micro_time, rfc3339
+
+NRT_GROUP, NRT_VERSION, NRT_PLURAL = "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies"
+_CONFLICT_RETRIES = 5
+
+
+def nrt_path(name: str | None = None) -> str:
+    parts = ["apis", NRT_GROUP, NRT_VERSION, NRT_PLURAL]
+    return path(*parts, name) if name else path(*parts)
+
+
+def lease_path(node: str) -> str:
+    return path("apis", "coordination.k8s.io", "v1", "namespaces", LEASE_NAMESPACE, "leases", node)
+
+
+def pod_path(namespace: str, name: str, *sub: str) -> str:
+    return path("api", "v1", "namespaces", namespace, "pods", name, *sub)
+
+
+def patch_pod_status(kube: KubeClient, effect: PatchPodStatus) -> bool:
+    """Returns False when the pod is gone or is another pod now."""
+    meta: dict[str, Any] = {"uid": effect.uid}
+    if effect.annotations:
+        meta["annotations"] = dict(effect.annotations)
+    body = {"metadata": meta, "status": dict(effect.status)}
+    try:
+        kube.patch(
+            pod_path(effect.namespace, effect.name, "status"),
+            body,
+            content_type=STRATEGIC_MERGE_PATCH,
+        )
+    except (NotFound, Conflict):
+        return False
+    return True
+
+
+def record_event(kube: KubeClient, effect: RecordPodEvent) -> None:
+    stamp = rfc3339(effect.at)
+    body = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": f"{effect.name}.{int(effect.at * 1e9):x}",
+            "namespace": effect.namespace,
+        },
+        "involvedObject": {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "namespace": effect.namespace,
+            "name": effect.name,
+            "uid": effect.uid,
+        },
+        "type": effect.type,
+        "reason": effect.reason,
+        "message": effect.message,
+        "source": {"component": "kubelet", "host": effect.node},
+        "reportingComponent": "kubelet",
+        "reportingInstance": effect.node,
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "eventTime": None,
+        "count": 1,
+    }
+    try:
+        kube.create(path("api", "v1", "namespaces", effect.namespace, "events"), body)
+    except (NotFound, Conflict):
+        pass  # namespace being deleted, or the same event already recorded
+
+
+def delete_pod(kube: KubeClient, effect: DeletePod) -> None:
+    body = {"gracePeriodSeconds": 0, "preconditions": {"uid": effect.uid}}
+    try:
+        kube.delete(pod_path(effect.namespace, effect.name), body)
+    except (NotFound, Conflict):
+        pass
+
+
+def renew_lease(kube: KubeClient, effect: RenewLease, *, node_uid: str, duration_s: int) -> None:
+    spec = {
+        "holderIdentity": effect.node,
+        "leaseDurationSeconds": duration_s,
+        "renewTime": micro_time(effect.at),
+    }
+    try:
+        kube.patch(lease_path(effect.node), {"spec": spec})
+    except NotFound:
+        body = lease_object(effect.node, node_uid, at=effect.at, duration_s=duration_s)
+        try:
+            kube.create(
+                path("apis", "coordination.k8s.io", "v1", "namespaces", LEASE_NAMESPACE, "leases"),
+                body,
+            )
+        except Conflict:
+            kube.patch(lease_path(effect.node), {"spec": spec})
+
+
+def report_node_status(kube: KubeClient, effect: ReportNodeStatus) -> None:
+    kube.patch(
+        path("api", "v1", "nodes", effect.node, "status"),
+        {"status": dict(effect.status)},
+        content_type=STRATEGIC_MERGE_PATCH,
+    )
+
+
+class NrtWriter:
+    """Creates and updates NodeResourceTopology objects, remembering resourceVersions."""
+
+    def __init__(self, kube: KubeClient, *, controller: str) -> None:
+        self._kube = kube
+        self._controller = controller
+        self._versions: dict[str, str] = {}
+        self._node_uids: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self.writes = 0
+
+    def set_node_uid(self, node: str, uid: str) -> None:
+        self._node_uids[node] = uid
+
+    def _object(self, node: str, body: Mapping[str, Any], version: str | None) -> dict[str, Any]:
+        obj = dict(body)
+        meta: dict[str, Any] = dict(obj.get("metadata") or {})
+        meta["name"] = node
+        meta.setdefault("labels", {})
+        meta["labels"] = {**meta["labels"], CONTROLLER_LABEL: self._controller}
+        meta["annotations"] = {**(meta.get("annotations") or {}), "fakenrt.io/version": __version__}
+        uid = self._node_uids.get(node)
+        if uid:
+            meta["ownerReferences"] = [
+                {"apiVersion": "v1", "kind": "Node", "name": node, "uid": uid}
+            ]
+        if version:
+            meta["resourceVersion"] = version
+        obj["metadata"] = meta
+        obj.setdefault("apiVersion", f"{NRT_GROUP}/{NRT_VERSION}")
+        obj.setdefault("kind", "NodeResourceTopology")
+        return obj
+
+    def publish(self, effect: PublishNrt) -> None:
+        node = effect.node
+        for _ in range(_CONFLICT_RETRIES):
+            with self._lock:
+                version = self._versions.get(node)
+            try:
+                if version is None:
+                    result = self._kube.create(nrt_path(), self._object(node, effect.body, None))
+                else:
+                    result = self._kube.replace(
+                        nrt_path(node), self._object(node, effect.body, version)
+                    )
+            except Conflict:
+                # Exists already (create) or changed behind our back (update): re-read.
+                try:
+                    current = self._kube.get(nrt_path(node))
+                    fresh = str((current.get("metadata") or {}).get("resourceVersion") or "")
+                except NotFound:
+                    fresh = ""
+                with self._lock:
+                    if fresh:
+                        self._versions[node] = fresh
+                    else:
+                        self._versions.pop(node, None)
+                continue
+            except NotFound:
+                with self._lock:
+                    self._versions.pop(node, None)
+                continue
+            with self._lock:
+                self._versions[node] = str(result["metadata"]["resourceVersion"])
+                self.writes += 1
+            return
+        raise Conflict(409, f"NodeResourceTopology {node}: still conflicting after retries")
+
+    def delete(self, node: str) -> None:
+        try:
+            self._kube.delete(nrt_path(node))
+        except NotFound:
+            pass
+        with self._lock:
+            self._versions.pop(node, None)

@@ -1,0 +1,76 @@
+"""Node registration against the real API server: owned nodes created and kept, foreign
+nodes never touched, removal limited to the controller's own nodes."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from kubernetes import client
+
+from fakenrt.controller.kube import KubeClient, NotFound, path
+from fakenrt.controller.nodeobjects import (
+    CONTROLLER_LABEL,
+    FAKE_NODE_LABEL,
+    TAINT_KEY,
+    NodeIdentity,
+)
+from fakenrt.controller.registration import register_nodes, remove_nodes
+from tests.controlplane.helpers import create_fake_node
+from tests.controller.conftest import make_profiles, two_numa_profile, unique
+
+pytestmark = pytest.mark.controlplane
+
+
+def _node(kube: KubeClient, name: str) -> dict[str, object]:
+    return kube.get(path("api", "v1", "nodes", name))
+
+
+@pytest.mark.parametrize("taint", [pytest.param(True, id="tainted"), pytest.param(False, id="untainted")])
+def test_creates_owned_nodes_with_capacity_status_and_taint(kube: KubeClient, taint: bool) -> None:
+    controller = unique("ctl")
+    profiles = make_profiles(two_numa_profile(unique("fake"), gpus=3))
+    identities = [(p, NodeIdentity(p.name, i)) for i, p in enumerate(profiles)]
+    reg = register_nodes(kube, identities, controller=controller, taint=taint, now=time.time())
+    name = profiles[0].name
+    assert set(reg.node_uids) == {name} and reg.foreign == ()
+    node = _node(kube, name)
+    labels = node["metadata"]["labels"]  # type: ignore[index]
+    assert labels[FAKE_NODE_LABEL] == "true" and labels[CONTROLLER_LABEL] == controller
+    taints = node["spec"].get("taints", [])  # type: ignore[index,union-attr]
+    assert taints == ([{"key": TAINT_KEY, "value": "true", "effect": "NoSchedule"}] if taint else [])
+    status = node["status"]  # type: ignore[index]
+    assert status["capacity"]["nvidia.com/gpu"] == "6"  # type: ignore[index]
+    assert status["allocatable"]["cpu"] == "8"  # type: ignore[index]
+    assert status["allocatable"]["memory"] == str(16 * 2**30)  # type: ignore[index]
+    ready = [c for c in status["conditions"] if c["type"] == "Ready"]  # type: ignore[index]
+    assert ready and ready[0]["status"] == "True"
+    # Registering again (a restart) keeps the same node object.
+    again = register_nodes(kube, identities, controller=controller, taint=taint, now=time.time())
+    assert again.node_uids == reg.node_uids
+
+
+def test_never_touches_a_node_it_does_not_own(
+    kube: KubeClient, api_client: client.ApiClient
+) -> None:
+    controller = unique("ctl")
+    mine, theirs = unique("fake"), unique("real")
+    create_fake_node(api_client, theirs, labels={"team": "gpu"})
+    before = _node(kube, theirs)
+    profiles = make_profiles(two_numa_profile(mine), two_numa_profile(theirs))
+    identities = [(p, NodeIdentity(p.name, i)) for i, p in enumerate(profiles)]
+    reg = register_nodes(kube, identities, controller=controller, taint=True, now=time.time())
+    assert reg.foreign == (theirs,)
+    assert set(reg.node_uids) == {mine}
+    after = _node(kube, theirs)
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]  # type: ignore[index]
+    # A node owned by another controller is not "ours" either.
+    other = unique("ctl")
+    reg_other = register_nodes(kube, identities[:1], controller=other, taint=True, now=time.time())
+    assert reg_other.foreign == (mine,)
+
+    removed = remove_nodes(kube, controller=controller)
+    assert removed == [mine]
+    with pytest.raises(NotFound):
+        _node(kube, mine)
+    assert _node(kube, theirs)["metadata"]["uid"] == before["metadata"]["uid"]  # type: ignore[index]
