@@ -62,6 +62,9 @@ class HintReport:
     best: ProviderHint
     #: resource name -> the hints its provider returned.
     providers: Mapping[str, tuple[ProviderHint, ...]] = field(default_factory=dict)
+    #: Optional human-readable remarks of the hint providers (why a resource has no
+    #: hints, why it has no preference, ...). Added for ``fakenrt kubelet explain``.
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

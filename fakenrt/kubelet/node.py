@@ -1,0 +1,295 @@
+"""One simulated node: the kubelet's admission, its resource managers' state, and what
+every admitted pod holds. Pure (no I/O).
+
+Admission follows the kubelet's order of admit handlers (``pkg/kubelet/kubelet.go``): the
+Topology Manager with its hint providers - device manager, CPU manager, Memory Manager,
+registered in that order (``pkg/kubelet/cm/container_manager_linux.go``) - runs first and
+allocates; then the whole-node fit check (:mod:`fakenrt.kubelet.predicate`). A pod
+rejected by either holds nothing: every provider works on a private copy of its state
+that is committed only when the pod is admitted. (The kubelet frees a rejected pod's
+allocations lazily, at its next admission; the end state is the same.)
+
+Exclusive resources of pods outside the simulation (the profile's ``allocated``) are
+taken at start: CPUs picked by the static policy's algorithm inside the zone, single-NUMA
+memory blocks, the zone's first healthy devices. They are never released.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from fakenrt.kubelet import predicate, scope_container, scope_none, scope_pod
+from fakenrt.kubelet.allocation import (
+    AdmissionResult,
+    ContainerAllocation,
+    MemoryBlock,
+    PodAllocation,
+)
+from fakenrt.kubelet.cpu_assignment import CpuAllocationError, take_by_topology
+from fakenrt.kubelet.numa_info import NumaInfo
+from fakenrt.kubelet.policies import PolicyError, new_policy
+from fakenrt.kubelet.policy import Policy
+from fakenrt.kubelet.provider import HintProvider
+from fakenrt.kubelet.provider_cpu import CpuProvider
+from fakenrt.kubelet.provider_devices import DeviceInventory, DeviceProvider
+from fakenrt.kubelet.provider_memory import (
+    Block,
+    MachineState,
+    MemoryProvider,
+    clone_state,
+    initial_machine_state,
+    is_memory_type,
+    release_blocks,
+    update_machine_state,
+)
+from fakenrt.kubelet.scope import all_containers
+from fakenrt.kubelet.topology import CpuTopology
+from fakenrt.podspec import PodSpec
+from fakenrt.profiles.model import NodeProfile
+from fakenrt.profiles.resources import node_allocatable, zone_capacity
+
+_SCOPES: dict[str, ModuleType] = {scope_container.NAME: scope_container, scope_pod.NAME: scope_pod}
+
+
+@dataclass(frozen=True)
+class _Static:
+    """What never changes for a node."""
+
+    profile: NodeProfile
+    topo: CpuTopology
+    inventory: DeviceInventory
+    policy: Policy
+    scope: ModuleType
+    allocatable: Mapping[str, int]  # predicate units (cpu in millicores)
+    cpu_static: bool
+    memory_static: bool
+
+
+def _static(profile: NodeProfile) -> _Static:
+    cfg = profile.kubelet
+    numa = NumaInfo.build(
+        profile.zone_ids,
+        {a: {b: profile.distance(a, b) for b in profile.zone_ids} for a in profile.zone_ids},
+    )
+    policy = new_policy(
+        cfg.topology_manager_policy,
+        numa,
+        prefer_closest_numa_nodes=cfg.prefer_closest_numa_nodes,
+        max_numa_nodes=cfg.max_allowable_numa_nodes,
+    )
+    if policy.name == scope_none.NAME:
+        scope: ModuleType = scope_none
+    elif cfg.topology_manager_scope in _SCOPES:
+        scope = _SCOPES[cfg.topology_manager_scope]
+    else:
+        raise PolicyError(f'unknown scope: "{cfg.topology_manager_scope}"')
+    if cfg.cpu_manager_policy not in ("none", "static"):
+        raise PolicyError(f"unknown cpuManagerPolicy {cfg.cpu_manager_policy!r}")
+    if cfg.memory_manager_policy not in ("None", "Static"):
+        raise PolicyError(f"unknown memoryManagerPolicy {cfg.memory_manager_policy!r}")
+    allocatable = dict(node_allocatable(profile))
+    allocatable["cpu"] = allocatable.get("cpu", 0) * 1000
+    return _Static(
+        profile=profile,
+        topo=CpuTopology.from_profile(profile),
+        inventory=DeviceInventory.from_profile(profile),
+        policy=policy,
+        scope=scope,
+        allocatable=allocatable,
+        cpu_static=cfg.cpu_manager_policy == "static",
+        memory_static=cfg.memory_manager_policy == "Static",
+    )
+
+
+class NodeState:
+    """A node's kubelet admission state. Build with :meth:`from_profile`."""
+
+    def __init__(self, static: _Static, **state: Any) -> None:
+        self._s = static
+        self._cpu_default: frozenset[int] = state["cpu_default"]
+        self._dev_allocated: dict[str, frozenset[str]] = state["dev_allocated"]
+        self._mem: MachineState = state["mem"]
+        self._pods: dict[str, PodAllocation] = state["pods"]
+        self._blocks: dict[str, tuple[Block, ...]] = state["blocks"]
+        self._requests: dict[str, dict[str, int]] = state["requests"]
+        self._used: dict[str, int] = state["used"]
+
+    # -- construction ----------------------------------------------------------------
+    @classmethod
+    def from_profile(cls, profile: NodeProfile) -> NodeState:
+        """A node with no simulated pod yet, the profile's foreign allocations applied.
+        Raises ValueError (``PolicyError``) for a kubelet configuration the kubelet would
+        refuse, or foreign allocations that do not fit."""
+        static = _static(profile)
+        reserved = profile.kubelet.reserved_cpus
+        default = frozenset(static.topo.cpus)
+        allocated: dict[str, frozenset[str]] = {}
+        mem = initial_machine_state(profile)
+        used: dict[str, int] = {}
+        for zone in profile.zones:
+            for name, amount in sorted(zone.allocated.items()):
+                where = f"node {profile.name}: zone {zone.id}: allocated.{name}"
+                if amount <= 0:
+                    continue
+                used[name] = used.get(name, 0) + (amount * 1000 if name == "cpu" else amount)
+                if name == "cpu":
+                    free = (zone.cpus & default) - reserved
+                    try:
+                        default -= take_by_topology(static.topo, free, amount)
+                    except CpuAllocationError:
+                        raise ValueError(f"{where}: only {len(free)} CPUs can be held") from None
+                elif is_memory_type(name):
+                    table = mem[zone.id].tables.get(name)
+                    if table is None or table.free < amount:
+                        raise ValueError(f"{where}: more than the zone's allocatable {name}")
+                    update_machine_state(mem, (zone.id,), name, amount)
+                else:
+                    dset = zone.devices.get(name)
+                    healthy = [] if dset is None else list(dset.healthy)
+                    if len(healthy) < amount:
+                        raise ValueError(f"{where}: the zone has {len(healthy)} healthy devices")
+                    allocated[name] = allocated.get(name, frozenset()) | set(healthy[:amount])
+        return cls(
+            static,
+            cpu_default=default,
+            dev_allocated=allocated,
+            mem=mem,
+            pods={},
+            blocks={},
+            requests={},
+            used=used,
+        )
+
+    def copy(self) -> NodeState:
+        """An independent copy (admitting into it leaves this node unchanged)."""
+        return NodeState(
+            self._s,
+            cpu_default=self._cpu_default,
+            dev_allocated=dict(self._dev_allocated),
+            mem=clone_state(self._mem),
+            pods=dict(self._pods),
+            blocks=dict(self._blocks),
+            requests=dict(self._requests),
+            used=dict(self._used),
+        )
+
+    @property
+    def profile(self) -> NodeProfile:
+        return self._s.profile
+
+    # -- admission -------------------------------------------------------------------
+    def admit(self, pod: PodSpec) -> AdmissionResult:
+        """Decide as the kubelet would; when admitted, the pod's allocation is applied.
+        Raises ValueError when a pod with the same key is already admitted."""
+        if pod.key in self._pods:
+            raise ValueError(f"pod {pod.key} is already admitted on node {self.profile.name}")
+        s = self._s
+        cpu = CpuProvider(s.topo, s.profile.kubelet.reserved_cpus, self._cpu_default)
+        dev = DeviceProvider(s.inventory, self._dev_allocated)
+        mem = MemoryProvider(clone_state(self._mem))
+        providers: list[HintProvider] = [dev]
+        if s.cpu_static:
+            providers.append(cpu)
+        if s.memory_static:
+            providers.append(mem)
+        outcome = s.scope.admit(pod, s.policy, providers)
+        hints = tuple(outcome.reports)
+        if not outcome.admit:
+            return AdmissionResult(pod.key, False, outcome.reason, outcome.message, hints)
+        request = predicate.pod_request_units(pod)
+        failure = predicate.check(
+            node_name=s.profile.name,
+            pod=pod,
+            request=request,
+            allocatable=s.allocatable,
+            used=self._used,
+            pod_count=len(self._pods),
+        )
+        if failure is not None:
+            return AdmissionResult(pod.key, False, failure.reason, failure.message, hints)
+        containers = tuple(
+            ContainerAllocation(
+                name=c.name,
+                cpus=cpu.assigned.get(c.name, frozenset()),
+                devices={k: v for k, v in dev.assigned.get(c.name, {}).items() if v},
+                memory=tuple(
+                    MemoryBlock(b.type, b.size, frozenset(b.numa))
+                    for b in mem.assigned.get(c.name, ())
+                ),
+            )
+            for c in all_containers(pod)
+        )
+        allocation = PodAllocation(pod.namespace, pod.name, pod.uid, containers)
+        self._cpu_default = cpu.default_set
+        self._dev_allocated = dev.allocated
+        if s.memory_static:
+            self._mem = mem.state
+            self._blocks[pod.key] = tuple(
+                b for c in all_containers(pod) for b in mem.assigned.get(c.name, ())
+            )
+        self._pods[pod.key] = allocation
+        self._requests[pod.key] = request
+        for name, amount in request.items():
+            self._used[name] = self._used.get(name, 0) + amount
+        return AdmissionResult(pod.key, True, None, None, hints, allocation)
+
+    def release(self, pod_key: str) -> None:
+        """Give back exactly what the pod holds. An unknown key is a no-op."""
+        allocation = self._pods.pop(pod_key, None)
+        if allocation is None:
+            return
+        cpus: set[int] = set()
+        devices: dict[str, set[str]] = {}
+        for c in allocation.containers:
+            cpus |= c.cpus
+            for name, ids in c.devices.items():
+                devices.setdefault(name, set()).update(ids)
+        self._cpu_default = self._cpu_default | cpus
+        for name, held in devices.items():
+            self._dev_allocated[name] = self._dev_allocated.get(name, frozenset()) - held
+        blocks = self._blocks.pop(pod_key, ())
+        if blocks:
+            self._mem = clone_state(self._mem)
+            release_blocks(self._mem, blocks)
+        for name, amount in self._requests.pop(pod_key, {}).items():
+            self._used[name] = self._used.get(name, 0) - amount
+
+    # -- views -----------------------------------------------------------------------
+    def allocations(self) -> Mapping[str, PodAllocation]:
+        """Admitted pods, in admission order."""
+        return dict(self._pods)
+
+    def zone_usage(self) -> dict[int, dict[str, int]]:
+        """Per zone id: resource -> amount held exclusively (foreign pods included): CPUs
+        out of the shared pool, memory / hugepages bytes reserved by the Memory Manager's
+        accounting, allocated devices. Every resource of the zone is listed."""
+        out: dict[int, dict[str, int]] = {}
+        capacity = zone_capacity(self.profile)
+        for zone in self.profile.zones:
+            usage = dict.fromkeys(capacity[zone.id], 0)
+            usage["cpu"] = len(zone.cpus - self._cpu_default)
+            for name, table in self._mem[zone.id].tables.items():
+                if name in usage:
+                    usage[name] = table.reserved
+            for name, dset in zone.devices.items():
+                usage[name] = len(self._dev_allocated.get(name, frozenset()) & set(dset.ids))
+            out[zone.id] = usage
+        return out
+
+    def zone_free(self) -> dict[int, dict[str, int]]:
+        """Per zone id: resource -> amount still available for exclusive allocation (free
+        non-reserved CPUs, the Memory Manager's free bytes, free healthy devices)."""
+        out: dict[int, dict[str, int]] = {}
+        reserved = self.profile.kubelet.reserved_cpus
+        for zone in self.profile.zones:
+            free: dict[str, int] = {"cpu": len((zone.cpus & self._cpu_default) - reserved)}
+            for name, table in self._mem[zone.id].tables.items():
+                if name == "memory" or name in zone.hugepages:
+                    free[name] = table.free
+            for name, dset in zone.devices.items():
+                free[name] = len(set(dset.healthy) - self._dev_allocated.get(name, frozenset()))
+            out[zone.id] = free
+        return out

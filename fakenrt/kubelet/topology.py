@@ -1,0 +1,77 @@
+"""The CPU topology the CPU manager sees: every CPU's core, socket and NUMA node. Pure.
+
+Mirrors ``CPUTopology`` / ``CPUDetails`` in ``pkg/kubelet/cm/cpumanager/topology``:
+``cpus_per_core`` and ``cpus_per_socket`` are whole-machine averages, as upstream
+computes them (``NumCPUs / NumCores``, ``NumCPUs / NumSockets``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from fakenrt.profiles.model import CpuInfo, NodeProfile
+
+
+@dataclass(frozen=True)
+class CpuTopology:
+    cpus: Mapping[int, CpuInfo]
+    numa_cpus: Mapping[int, frozenset[int]] = field(init=False)
+    socket_cpus: Mapping[int, frozenset[int]] = field(init=False)
+    core_cpus: Mapping[int, frozenset[int]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        numa: dict[int, set[int]] = {}
+        socket: dict[int, set[int]] = {}
+        core: dict[int, set[int]] = {}
+        for cpu, info in self.cpus.items():
+            numa.setdefault(info.numa, set()).add(cpu)
+            socket.setdefault(info.socket, set()).add(cpu)
+            core.setdefault(info.core, set()).add(cpu)
+        object.__setattr__(self, "numa_cpus", {k: frozenset(v) for k, v in numa.items()})
+        object.__setattr__(self, "socket_cpus", {k: frozenset(v) for k, v in socket.items()})
+        object.__setattr__(self, "core_cpus", {k: frozenset(v) for k, v in core.items()})
+
+    @classmethod
+    def from_profile(cls, profile: NodeProfile) -> CpuTopology:
+        """The profile's CPU map; without one, every CPU is its own core and every NUMA
+        node its own socket."""
+        if profile.cpu_topology:
+            return cls(dict(profile.cpu_topology))
+        return cls(
+            {
+                cpu: CpuInfo(cpu=cpu, core=cpu, socket=zone.id, numa=zone.id)
+                for zone in profile.zones
+                for cpu in zone.cpus
+            }
+        )
+
+    @property
+    def num_cpus(self) -> int:
+        return len(self.cpus)
+
+    @property
+    def num_numa_nodes(self) -> int:
+        return len(self.numa_cpus)
+
+    @property
+    def num_sockets(self) -> int:
+        return len(self.socket_cpus)
+
+    @property
+    def cpus_per_core(self) -> int:
+        return self.num_cpus // max(1, len(self.core_cpus))
+
+    @property
+    def cpus_per_socket(self) -> int:
+        return self.num_cpus // max(1, self.num_sockets)
+
+    def numa_nodes(self) -> tuple[int, ...]:
+        """NUMA nodes that have CPUs, ascending (``CPUDetails.NUMANodes``)."""
+        return tuple(sorted(self.numa_cpus))
+
+    def cpus_in_numa_nodes(self, nodes: Iterable[int]) -> frozenset[int]:
+        out: set[int] = set()
+        for n in nodes:
+            out |= self.numa_cpus.get(n, frozenset())
+        return frozenset(out)
