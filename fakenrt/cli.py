@@ -21,3 +21,6 @@ def main() -> None:
 from fakenrt.commands.nrt import nrt  # noqa: E402
 
 main.add_command(nrt)
+from fakenrt.commands.scheduler import scheduler  # noqa: E402
+
+main.add_command(scheduler)

@@ -1,0 +1,162 @@
+"""Walk a pod's admission steps the way the kubelet does, over a scratch copy of a node's
+zones. Pure; shared by both evaluators, which differ only in how a step's mask is chosen.
+
+For each step (one per container in container scope, one for the pod in pod scope) the
+providers' hints are computed from the scratch zones, a policy picks the mask (or rejects),
+and the step's resources are taken inside the mask before the next step looks - exactly
+the order of ``scope_container.go`` (hints, merge, admit, allocate, next container).
+
+Init containers: CPUs and devices a regular init container took stay with the pod and a
+later container reuses them first (``cpusToReuse`` / ``devicesToReuse``); memory an init
+container holds under a mask is reused by a later block under the same mask
+(``initContainersReusableMemory``). Native sidecars keep what they take.
+
+Approximation kept: inside a multi-zone mask the kubelet's allocators choose concrete
+CPUs / devices by topology (``takeByTopologyNUMAPacked``, the device plugin's preferred
+allocation), which NRT cannot show; the walk fills the mask's zones lowest id first
+(reusable amounts first). Single-zone masks are exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fakenrt.scheduler.evaluator import Evaluation
+from fakenrt.scheduler.hints import ResourceHints, cpu_hints, device_hints, memory_hints
+from fakenrt.scheduler.ledger import ZoneLedger
+from fakenrt.scheduler.masks import bits
+from fakenrt.scheduler.placement import Placement, merge_amounts
+from fakenrt.scheduler.requests import AlignmentUnit, UnitKind
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A policy's decision for one step: ``mask`` (None = no NUMA preference) or a
+    rejection ``reason``."""
+
+    mask: int | None = None
+    reason: str | None = None
+
+
+Chooser = Callable[[AlignmentUnit, list[ResourceHints]], Choice]
+
+
+class _Walk:
+    def __init__(self, ledger: ZoneLedger) -> None:
+        self.scratch = ledger.copy()
+        # resource -> zone -> amount an init container left for later containers to reuse
+        self.reusable: dict[str, dict[int, int]] = {}
+        # mask -> memory type -> bytes init containers hold under exactly that mask
+        self.memory_reusable: dict[int, dict[str, int]] = {}
+        self.amounts: dict[int, dict[str, int]] = {}
+        self.blocks: list[frozenset[int]] = []
+
+    def hints(self, unit: AlignmentUnit) -> list[ResourceHints]:
+        out: list[ResourceHints] = []
+        if unit.cpu:
+            out.append(cpu_hints(self.scratch, unit.cpu, self.reusable.get("cpu", {})))
+        for name in sorted(unit.devices):
+            out.append(
+                device_hints(self.scratch, name, unit.devices[name], self.reusable.get(name, {}))
+            )
+        if unit.memory:
+            out.append(memory_hints(self.scratch, unit.memory, self.memory_reusable))
+        return out
+
+    def _take(
+        self, unit: AlignmentUnit, resource: str, amount: int, zones: tuple[int, ...]
+    ) -> None:
+        reusable = self.reusable.setdefault(resource, {})
+        remaining = amount
+        reused: dict[int, int] = {}
+        for z in sorted(reusable):
+            if remaining == 0:
+                break
+            take = min(reusable[z], remaining)
+            if take > 0:
+                reused[z] = take
+                remaining -= take
+        fresh: dict[int, int] = {}
+        for z in zones:
+            if remaining == 0:
+                break
+            take = min(max(self.scratch.free(z, resource), 0), remaining)
+            if take > 0:
+                fresh[z] = take
+                remaining -= take
+        if remaining:  # cannot happen for a feasible mask; keep the books balanced anyway
+            fresh[zones[0]] = fresh.get(zones[0], 0) + remaining
+        for z, n in fresh.items():
+            self.scratch.available[z][resource] = self.scratch.free(z, resource) - n
+            merge_amounts(self.amounts, z, resource, n)
+        if unit.kind == UnitKind.INIT:
+            for z, n in fresh.items():
+                reusable[z] = reusable.get(z, 0) + n
+        elif unit.kind == UnitKind.APP:
+            for z, n in reused.items():
+                reusable[z] -= n
+        elif resource != "cpu":
+            # A native sidecar keeps the devices it reused (``removeContainerAllocatedResources``
+            # in the Device Manager); the CPU Manager leaves its reuse set untouched for it.
+            for z, n in reused.items():
+                reusable[z] -= n
+        for z in [z for z, n in reusable.items() if n <= 0]:
+            del reusable[z]
+
+    def _take_memory(self, unit: AlignmentUnit, mask: int) -> None:
+        zones = bits(mask)
+        block = frozenset(zones)
+        reusable = self.memory_reusable.setdefault(mask, {})
+        for mtype, size in sorted(unit.memory.items()):
+            reuse = reusable.get(mtype, 0)
+            need = max(size - reuse, 0)
+            remaining = need
+            for z in zones:
+                if remaining == 0:
+                    break
+                take = min(max(self.scratch.free(z, mtype), 0), remaining)
+                if take > 0:
+                    self.scratch.available[z][mtype] = self.scratch.free(z, mtype) - take
+                    merge_amounts(self.amounts, z, mtype, take)
+                    remaining -= take
+            if remaining:
+                z = zones[0]
+                self.scratch.available[z][mtype] = self.scratch.free(z, mtype) - remaining
+                merge_amounts(self.amounts, z, mtype, remaining)
+            if unit.kind == UnitKind.INIT:
+                reusable[mtype] = max(reuse, size)
+            elif unit.kind == UnitKind.APP:
+                reusable[mtype] = max(reuse - size, 0)
+            self.blocks.append(block)
+            self.scratch.charge(Placement(memory_blocks=(block,)))
+
+    def allocate(self, unit: AlignmentUnit, mask: int) -> None:
+        zones = bits(mask)
+        if unit.cpu:
+            self._take(unit, "cpu", unit.cpu, zones)
+        for name in sorted(unit.devices):
+            self._take(unit, name, unit.devices[name], zones)
+        if unit.memory:
+            self._take_memory(unit, mask)
+
+
+def walk_units(ledger: ZoneLedger, units: tuple[AlignmentUnit, ...], choose: Chooser) -> Evaluation:
+    """Run every admission step; the first rejected step rejects the pod."""
+    walk = _Walk(ledger)
+    masks: list[int | None] = []
+    for unit in units:
+        if unit.empty:
+            masks.append(None)
+            continue
+        choice = choose(unit, walk.hints(unit))
+        if choice.reason is not None:
+            return Evaluation(fit=False, reason=choice.reason, masks=tuple(masks))
+        masks.append(choice.mask)
+        if choice.mask is not None:
+            walk.allocate(unit, choice.mask)
+    placement = Placement(
+        amounts={z: dict(a) for z, a in sorted(walk.amounts.items())},
+        memory_blocks=tuple(walk.blocks),
+    )
+    return Evaluation(fit=True, placement=placement, masks=tuple(masks))

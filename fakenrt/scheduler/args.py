@@ -1,0 +1,64 @@
+"""Plugin arguments (``--args`` YAML / the loop's options). Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fakenrt.scheduler.scoring import STRATEGIES
+
+DEFAULT_SCORING_STRATEGY = "LeastNUMANodes"
+
+
+class ArgsError(ValueError):
+    """Plugin arguments that do not parse; the message names the source and field."""
+
+
+@dataclass(frozen=True)
+class PluginArgs:
+    """``ignore_list``: resources never aligned by the plugin even if NRT reports them per
+    zone (e.g. ``memory`` on nodes whose Memory Manager is ``None``).
+    ``reconstruct_available``: rebuild free capacity from the pods' placements (default)
+    instead of trusting NRT ``available``. ``scoring_strategy``: the score that ranks
+    nodes in the loop."""
+
+    ignore_list: frozenset[str] = frozenset()
+    reconstruct_available: bool = True
+    scoring_strategy: str = DEFAULT_SCORING_STRATEGY
+
+
+KNOWN_KEYS = ("ignoreList", "reconstructAvailable", "scoringStrategy")
+
+
+def parse_args(raw: Any, *, source: str = "args") -> PluginArgs:
+    """Parse a mapping ``{ignoreList, reconstructAvailable, scoringStrategy}``; None or an
+    empty document gives the defaults."""
+    if raw is None:
+        return PluginArgs()
+    if not isinstance(raw, Mapping):
+        raise ArgsError(f"{source}: plugin arguments must be a mapping")
+    unknown = sorted(set(raw) - set(KNOWN_KEYS))
+    if unknown:
+        raise ArgsError(
+            f"{source}: unknown argument(s) {', '.join(map(str, unknown))}; known: "
+            f"{', '.join(KNOWN_KEYS)}"
+        )
+    ignore = raw.get("ignoreList") or []
+    if not isinstance(ignore, list) or not all(isinstance(r, str) and r for r in ignore):
+        raise ArgsError(f"{source}: ignoreList must be a list of resource names")
+    reconstruct = raw.get("reconstructAvailable", True)
+    if isinstance(reconstruct, str) and reconstruct.lower() in ("true", "false"):
+        reconstruct = reconstruct.lower() == "true"
+    if not isinstance(reconstruct, bool):
+        raise ArgsError(f"{source}: reconstructAvailable must be true or false")
+    strategy = raw.get("scoringStrategy", DEFAULT_SCORING_STRATEGY)
+    if strategy not in STRATEGIES:
+        raise ArgsError(
+            f"{source}: scoringStrategy {strategy!r} is not one of {', '.join(STRATEGIES)}"
+        )
+    return PluginArgs(
+        ignore_list=frozenset(ignore),
+        reconstruct_available=reconstruct,
+        scoring_strategy=str(strategy),
+    )

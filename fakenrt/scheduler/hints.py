@@ -1,0 +1,147 @@
+"""Topology hints of the kubelet's three hint providers, computed from per-zone numbers.
+
+Pure. Every provider runs the same two passes over every NUMA mask:
+
+1. preferred width - the fewest NUMA nodes whose *capacity* covers the request: for
+   ``cpu`` all CPUs of the zones, reserved ones included (``CPUsInNUMANodes`` in
+   ``cpumanager/policy_static.go``: NRT ``capacity``); for devices every device, unhealthy
+   ones included (``m.allDevices`` in ``devicemanager/topology_hints.go``: NRT
+   ``capacity``); for memory the zones' *allocatable* bytes of every requested memory type
+   (``calculateHints`` in ``memorymanager/policy_static.go``: NRT ``allocatable``);
+2. feasibility - the mask's *available* amount (plus what the pod's init containers left
+   to reuse) covers the request.
+
+A feasible mask is preferred iff its width equals the preferred width. An empty hint list
+means the provider cannot satisfy the request (the kubelet rejects under restricted and
+single-numa-node). Provider-specific rules kept here:
+
+* CPUs / devices an earlier init container of the same pod holds and a later container
+  may reuse must all lie inside a mask for it to be feasible;
+* the Memory Manager sizes ``memory`` and all ``hugepages-*`` together (one hint list for
+  every memory type), counts the preferred width only over masks with enough allocatable
+  of every type, and honours its groups: a NUMA node in a multi-node group cannot serve a
+  single-node block, and a mask over nodes already used must be exactly their group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from fakenrt.scheduler.ledger import ZoneLedger
+from fakenrt.scheduler.masks import all_masks, bits, count, mask_of, subset_sums
+
+
+@dataclass(frozen=True)
+class ResourceHints:
+    """One provider resource's hints: the preferred width and every feasible mask."""
+
+    resource: str
+    request: int
+    min_width: int
+    feasible: tuple[int, ...]
+
+    @property
+    def preferred(self) -> tuple[int, ...]:
+        return tuple(m for m in self.feasible if count(m) == self.min_width)
+
+
+def _counting_hints(
+    resource: str,
+    *,
+    ids: tuple[int, ...],
+    capacity: Mapping[int, int],
+    available: Mapping[int, int],
+    reusable: Mapping[int, int],
+    request: int,
+) -> ResourceHints:
+    cap_sums = subset_sums(ids, dict(capacity))
+    free_sums = subset_sums(ids, {z: max(v, 0) for z, v in available.items()})
+    reuse_total = sum(reusable.values())
+    must_include = mask_of(z for z, v in reusable.items() if v > 0)
+    min_width = len(ids)
+    feasible: list[int] = []
+    for mask in all_masks(ids):
+        if cap_sums[mask] >= request and count(mask) < min_width:
+            min_width = count(mask)
+        if mask & must_include != must_include:
+            continue
+        if free_sums[mask] + reuse_total >= request:
+            feasible.append(mask)
+    return ResourceHints(resource, request, min_width, tuple(feasible))
+
+
+def cpu_hints(ledger: ZoneLedger, request: int, reusable: Mapping[int, int]) -> ResourceHints:
+    """The static CPU Manager's hints. Only NUMA nodes with CPUs take part."""
+    topo = ledger.topology
+    ids = tuple(z.id for z in topo.zones if z.capacity.get("cpu", 0) > 0)
+    capacity = {z.id: z.capacity.get("cpu", 0) for z in topo.zones}
+    available = {z: ledger.free(z, "cpu") for z in ids}
+    return _counting_hints(
+        "cpu", ids=ids, capacity=capacity, available=available, reusable=reusable, request=request
+    )
+
+
+def device_hints(
+    ledger: ZoneLedger, resource: str, request: int, reusable: Mapping[int, int]
+) -> ResourceHints:
+    """The Device Manager's hints for one device resource (devices with one NUMA node each,
+    as NRT reports them per zone)."""
+    topo = ledger.topology
+    ids = topo.zone_ids
+    capacity = {z.id: z.capacity.get(resource, 0) for z in topo.zones}
+    available = {z: ledger.free(z, resource) for z in ids}
+    return _counting_hints(
+        resource,
+        ids=ids,
+        capacity=capacity,
+        available=available,
+        reusable=reusable,
+        request=request,
+    )
+
+
+def memory_label(request: Mapping[str, int]) -> str:
+    return "+".join(sorted(request))
+
+
+def memory_hints(
+    ledger: ZoneLedger,
+    request: Mapping[str, int],
+    reusable: Mapping[int, Mapping[str, int]],
+) -> ResourceHints:
+    """The static Memory Manager's hints: one list for every requested memory type.
+
+    ``reusable`` maps a mask to what the pod's init containers hold under exactly that
+    mask (``getPodReusableMemory``).
+    """
+    topo = ledger.topology
+    ids = topo.zone_ids
+    alloc_sums = {
+        t: subset_sums(ids, {z.id: z.allocatable.get(t, 0) for z in topo.zones}) for t in request
+    }
+    free_sums = {t: subset_sums(ids, {z: max(ledger.free(z, t), 0) for z in ids}) for t in request}
+    min_width = len(ids)
+    feasible: list[int] = []
+    for mask in all_masks(ids):
+        if any(alloc_sums[t][mask] < size for t, size in request.items()):
+            continue
+        width = count(mask)
+        min_width = min(min_width, width)
+        zones = bits(mask)
+        if width == 1:
+            if len(ledger.cells[zones[0]]) > 1:
+                continue
+        else:
+            group = frozenset(zones)
+            if any(
+                ledger.assignments[z] > 0
+                and (len(ledger.cells[z]) == 1 or ledger.cells[z] != group)
+                for z in zones
+            ):
+                continue
+        reuse = reusable.get(mask, {})
+        if all(free_sums[t][mask] + reuse.get(t, 0) >= size for t, size in request.items()):
+            feasible.append(mask)
+    total = sum(request.values())
+    return ResourceHints(memory_label(request), total, min_width, tuple(feasible))

@@ -1,0 +1,63 @@
+"""NUMA masks as ints (bit ``i`` set = NUMA node ``i``), in the kubelet's narrowness order.
+
+Pure. The kubelet's ``bitmask`` package orders masks by the number of bits set, then by
+numeric value ("more lower-numbered bits set wins": ``IsNarrowerThan`` / ``IsLessThan`` in
+``pkg/kubelet/cm/topologymanager/bitmask/bitmask.go``); :func:`narrowness` is that key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from itertools import combinations
+
+
+def mask_of(ids: Iterable[int]) -> int:
+    """The mask with the given NUMA ids set."""
+    mask = 0
+    for i in ids:
+        mask |= 1 << i
+    return mask
+
+
+def bits(mask: int) -> tuple[int, ...]:
+    """The NUMA ids set in ``mask``, ascending."""
+    out: list[int] = []
+    i = 0
+    while mask:
+        if mask & 1:
+            out.append(i)
+        mask >>= 1
+        i += 1
+    return tuple(out)
+
+
+def count(mask: int) -> int:
+    return mask.bit_count()
+
+
+def narrowness(mask: int) -> tuple[int, int]:
+    """Sort key: narrower (fewer bits) first, then numerically lower (lower ids) first."""
+    return (mask.bit_count(), mask)
+
+
+def all_masks(ids: Iterable[int]) -> Iterator[int]:
+    """Every non-empty mask over ``ids``, narrowest first and, within a width, in the
+    kubelet's ``IterateBitMasks`` order (combinations of the sorted ids)."""
+    ordered = sorted(set(ids))
+    for width in range(1, len(ordered) + 1):
+        for combo in combinations(ordered, width):
+            yield mask_of(combo)
+
+
+def subset_sums(ids: tuple[int, ...], values: dict[int, int]) -> dict[int, int]:
+    """For every non-empty mask over ``ids``: the sum of ``values`` over its bits.
+
+    Dynamic programming on the lowest set bit keeps this linear in the number of masks.
+    """
+    sums: dict[int, int] = {0: 0}
+    for i in ids:
+        bit = 1 << i
+        for mask, total in list(sums.items()):
+            sums[mask | bit] = total + values.get(i, 0)
+    del sums[0]
+    return sums

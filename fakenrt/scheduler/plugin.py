@@ -1,0 +1,112 @@
+"""The reference NUMA scheduler plugin: filter, placement and scores for one pod on one
+node. Pure: it reads a node's :class:`NumaTopology` and :class:`ZoneLedger` and never
+changes them; the caller charges the returned placement to reserve it.
+
+Filter, in order:
+
+1. no NRT for the node, or policy ``none`` / ``best-effort`` -> pass (the kubelet never
+   rejects on topology grounds there);
+2. the pod's admission steps over the NUMA-relevant resources (reported per zone, minus
+   ``ignoreList``, gated by QoS as the kubelet gates them); nothing to align -> pass;
+3. the node's evaluator (``single_numa_node`` / ``restricted``) decides and names the
+   placement the reservation charges.
+
+Scores (all four, each 0..100) rank accepted nodes. On ``best-effort`` and ``none`` nodes
+the placement scored is the one the kubelet's best-effort alignment would get; a pod that
+cannot be aligned there scores 0 on every strategy, steering it toward nodes where it can
+be aligned. Scores never change the filter's verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from fakenrt.podspec import PodSpec
+from fakenrt.scheduler.args import PluginArgs
+from fakenrt.scheduler.evaluator import evaluator_for
+from fakenrt.scheduler.ledger import ZoneLedger
+from fakenrt.scheduler.placement import EMPTY_PLACEMENT, Placement
+from fakenrt.scheduler.requests import AlignmentUnit, alignment_units, relevant_resources
+from fakenrt.scheduler.restricted import RestrictedEvaluator
+from fakenrt.scheduler.scoring import MAX_SCORE, MIN_SCORE, STRATEGIES, ScoreInput
+from fakenrt.scheduler.topology import SCOPE_POD, NumaTopology
+
+
+@dataclass(frozen=True)
+class FilterResult:
+    """``fit``: the node passes. ``engaged``: the plugin evaluated the pod (False = passed
+    through). ``placement``: what the reservation charges (empty when passed through)."""
+
+    fit: bool
+    reason: str | None = None
+    placement: Placement = EMPTY_PLACEMENT
+    engaged: bool = False
+    units: tuple[AlignmentUnit, ...] = ()
+
+
+@dataclass(frozen=True)
+class Scores:
+    values: Mapping[str, int] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> int:
+        return self.values[name]
+
+
+ZERO_SCORES = Scores(dict.fromkeys(STRATEGIES, MIN_SCORE))
+
+
+class NumaPlugin:
+    def __init__(self, args: PluginArgs | None = None) -> None:
+        self.args = args or PluginArgs()
+
+    def units(self, pod: PodSpec, topology: NumaTopology) -> tuple[AlignmentUnit, ...]:
+        relevant = relevant_resources(topology.reported, self.args.ignore_list)
+        return alignment_units(pod, relevant=relevant, pod_scope=topology.scope == SCOPE_POD)
+
+    def filter(
+        self, pod: PodSpec, topology: NumaTopology | None, ledger: ZoneLedger | None
+    ) -> FilterResult:
+        if topology is None or ledger is None:
+            return FilterResult(fit=True)
+        evaluator = evaluator_for(topology.policy)
+        if evaluator is None:
+            return FilterResult(fit=True)
+        units = self.units(pod, topology)
+        if all(u.empty for u in units):
+            return FilterResult(fit=True, units=units)
+        evaluation = evaluator.evaluate(ledger, units)
+        return FilterResult(
+            fit=evaluation.fit,
+            reason=evaluation.reason,
+            placement=evaluation.placement,
+            engaged=True,
+            units=units,
+        )
+
+    def score(
+        self,
+        pod: PodSpec,
+        topology: NumaTopology | None,
+        ledger: ZoneLedger | None,
+        result: FilterResult,
+    ) -> Scores:
+        """Every strategy's score for a node that passed the filter."""
+        if topology is None or ledger is None or not result.fit:
+            return ZERO_SCORES
+        units = result.units or self.units(pod, topology)
+        if all(u.empty for u in units):
+            return Scores(
+                {name: MAX_SCORE if name == "LeastNUMANodes" else MIN_SCORE for name in STRATEGIES}
+            )
+        placement = result.placement
+        if not result.engaged:
+            aligned = RestrictedEvaluator().evaluate(ledger, units)
+            if not aligned.fit:
+                return ZERO_SCORES  # steering: the kubelet could not align it here
+            placement = aligned.placement
+        inp = ScoreInput(ledger=ledger, units=units, placement=placement)
+        return Scores({name: fn(inp) for name, fn in STRATEGIES.items()})
+
+    def node_ledger_from_nrt(self, topology: NumaTopology) -> ZoneLedger:
+        return ZoneLedger.from_nrt(topology)

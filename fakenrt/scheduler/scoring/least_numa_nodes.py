@@ -1,0 +1,79 @@
+"""LeastNUMANodes (seed 001): prefer nodes where the pod needs the fewest NUMA zones, and
+zones close to each other.
+
+Per admission step (each container in container scope, the pod in pod scope), in order:
+for width 1, 2, ... take the combinations of zones of that width (lowest ids first); the
+step needs the first width where some combination has every aligned resource available;
+among the fitting combinations of that width it takes the one with the lowest average
+distance (mean of the NRT ``costs`` over all ordered pairs of its zones, self included),
+and notes whether that average is the minimum over *all* combinations of the width. The
+step's resources are then taken from that combination (lowest zone first) before the next
+step looks. With ``n`` the largest width any step needed and ``close`` true iff every step
+got a minimum-distance combination::
+
+    score = 100 - n * (100 // 8) + (100 // 8) // 2  if close  else  100 - n * (100 // 8)
+
+(``8`` is upstream's highest NUMA id constant.) A pod that aligns nothing needs 0 zones
+and scores 100; a step that fits no combination scores the node 0.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from itertools import combinations
+
+from fakenrt.scheduler.scoring.base import MAX_SCORE, MIN_SCORE, ScoreInput
+from fakenrt.scheduler.topology import NumaTopology
+
+HIGHEST_NUMA_ID = 8
+
+
+def average_distance(topology: NumaTopology, zones: tuple[int, ...]) -> Fraction:
+    total = sum(topology.distance(a, b) for a in zones for b in zones)
+    return Fraction(total, len(zones) * len(zones))
+
+
+def normalize(numa_nodes: int, close: bool) -> int:
+    numa_score = MAX_SCORE // HIGHEST_NUMA_ID
+    score = MAX_SCORE - numa_nodes * numa_score + (numa_score // 2 if close else 0)
+    return max(MIN_SCORE, min(MAX_SCORE, score))
+
+
+def least_numa_nodes(inp: ScoreInput) -> int:
+    topology = inp.ledger.topology
+    ids = topology.zone_ids
+    free = {z: dict(inp.ledger.available[z]) for z in ids}
+    widest = 0
+    close = True
+    steps = [u.amounts() for u in inp.units if not u.empty]
+    if not steps:
+        return MAX_SCORE
+    for request in steps:
+        found: tuple[int, tuple[int, ...], bool] | None = None
+        for width in range(1, len(ids) + 1):
+            combos = list(combinations(ids, width))
+            distances = {c: average_distance(topology, c) for c in combos}
+            least = min(distances.values())
+            best: tuple[int, ...] | None = None
+            for combo in combos:
+                fits = all(
+                    sum(max(free[z].get(r, 0), 0) for z in combo) >= amount
+                    for r, amount in request.items()
+                )
+                if fits and (best is None or distances[combo] < distances[best]):
+                    best = combo
+            if best is not None:
+                found = (width, best, distances[best] == least)
+                break
+        if found is None:
+            return MIN_SCORE
+        width, combo, is_close = found
+        widest = max(widest, width)
+        close = close and is_close
+        for resource, amount in request.items():
+            left = amount
+            for z in combo:
+                take = min(max(free[z].get(resource, 0), 0), left)
+                free[z][resource] = free[z].get(resource, 0) - take
+                left -= take
+    return normalize(widest, close)
