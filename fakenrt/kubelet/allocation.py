@@ -29,6 +29,14 @@ class ContainerAllocation:
     #: resource name -> device ids, in allocation order.
     devices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     memory: tuple[MemoryBlock, ...] = ()
+    #: What kind of container this is: ``"regular"``, ``"sidecar"`` (an init container with
+    #: ``restartPolicy: Always``) or ``"init"`` (an init container that runs to completion).
+    #: The podresources API lists sidecars and regular containers, never plain init ones.
+    kind: str = "regular"
+
+
+#: ``ContainerAllocation.kind`` values.
+REGULAR, SIDECAR, INIT = "regular", "sidecar", "init"
 
 
 @dataclass(frozen=True)
