@@ -34,7 +34,8 @@ class ExporterMetrics:
         )
         self.patches = Counter(
             f"{PREFIX}_annotation_patches",
-            "Pod annotation patches by result (applied, not_found, conflict, rejected, failed).",
+            "Pod annotation patches by result: applied, not_found, replaced, unchanged, "
+            "rejected, failed, and conflict (every 409 met, each followed by a re-read).",
             ["result"],
             registry=registry,
         )

@@ -28,10 +28,11 @@ log = logging.getLogger(__name__)
 class PatchResult(enum.StrEnum):
     APPLIED = "applied"
     NOT_FOUND = "not_found"
-    CONFLICT = "conflict"
+    CONFLICT = "conflict"  # counted per 409 met, whatever the final result
+    REPLACED = "replaced"  # the name now belongs to a new pod (uid changed): not written
     REJECTED = "rejected"
     FAILED = "failed"
-    UNCHANGED = "unchanged"
+    UNCHANGED = "unchanged"  # after a re-read the pod already carries the values
 
 
 def build_patch(pod: PodView, changes: Mapping[str, str | None]) -> dict[str, Any]:
@@ -67,6 +68,8 @@ class PatchOutcome:
     reached_api: bool = True
     #: The annotations written (empty unless APPLIED).
     written: Mapping[str, str | None] | None = None
+    #: How many 409 answers were met (each followed by a re-read).
+    conflicts: int = 0
 
 
 class Patcher:
@@ -106,35 +109,38 @@ class Patcher:
     ) -> PatchOutcome:
         target, todo = pod, dict(changes)
         reached = False
+        conflicts = 0
         last_obj: dict[str, Any] | None = None
         for attempt in range(self.max_attempts):
             try:
                 obj = self._writer.merge_patch_pod(
                     target.namespace, target.name, build_patch(target, todo)
                 )
-                return PatchOutcome(PatchResult.APPLIED, obj, True, todo)
+                return PatchOutcome(PatchResult.APPLIED, obj, True, todo, conflicts)
             except NotFound:
-                return PatchOutcome(PatchResult.NOT_FOUND, None, True)
+                return PatchOutcome(PatchResult.NOT_FOUND, None, True, None, conflicts)
             except Conflict as exc:
                 reached = True
+                conflicts += 1
                 log.info("patch conflict, re-reading", extra={"pod": pod.key, "error": str(exc)})
                 try:
                     last_obj = self._writer.get_pod(target.namespace, target.name)
                 except NotFound:
-                    return PatchOutcome(PatchResult.NOT_FOUND, None, True)
+                    return PatchOutcome(PatchResult.NOT_FOUND, None, True, None, conflicts)
                 except KubeError as read_exc:
                     log.warning("re-read failed", extra={"pod": pod.key, "error": str(read_exc)})
-                    return PatchOutcome(PatchResult.FAILED, None, False)
+                    return PatchOutcome(PatchResult.FAILED, None, False, None, conflicts)
                 fresh = to_view(last_obj)
                 if fresh.uid != pod.uid:
-                    return PatchOutcome(PatchResult.CONFLICT, last_obj, True)
+                    # a new pod reuses the name: not what this decision was made for
+                    return PatchOutcome(PatchResult.REPLACED, last_obj, True, None, conflicts)
                 again = decide(fresh)
                 if not again:
-                    return PatchOutcome(PatchResult.CONFLICT, last_obj, True)
+                    return PatchOutcome(PatchResult.UNCHANGED, last_obj, True, None, conflicts)
                 target, todo = fresh, dict(again)
             except Rejected as exc:
                 log.error("patch rejected", extra={"pod": pod.key, "error": str(exc)})
-                return PatchOutcome(PatchResult.REJECTED, None, True)
+                return PatchOutcome(PatchResult.REJECTED, None, True, None, conflicts)
             except Retryable as exc:
                 reached = reached or exc.status is not None
                 if attempt + 1 < self.max_attempts:
@@ -146,4 +152,4 @@ class Patcher:
                     self._sleep(delay)
                 else:
                     log.error("patch failed", extra={"pod": pod.key, "error": str(exc)})
-        return PatchOutcome(PatchResult.FAILED, last_obj, reached)
+        return PatchOutcome(PatchResult.FAILED, last_obj, reached, None, conflicts)

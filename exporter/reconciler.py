@@ -219,6 +219,8 @@ class Reconciler:
 
         outcome = self._patcher.apply(pod, changes, decide, pod_view)
         self._metrics.patches.labels(outcome.result.value).inc()
+        if outcome.conflicts:
+            self._metrics.patches.labels(PatchResult.CONFLICT.value).inc(outcome.conflicts)
         if outcome.obj is not None:
             self._cache.upsert(outcome.obj, notify=False)
         if outcome.result is PatchResult.NOT_FOUND:

@@ -1,0 +1,330 @@
+"""The reconcile pass against the real API server and a fake podresources server.
+
+The pod cache is filled by explicit list calls (``sync``) so each test decides exactly
+what the exporter believes; the watch loop is exercised in test_daemon.py.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+from prometheus_client import CollectorRegistry
+
+from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
+from exporter.health import Health
+from exporter.kube import PodApi
+from exporter.metrics import ExporterMetrics
+from exporter.patching import Patcher
+from exporter.pod_cache import PodCache
+from exporter.podresources_client import PodResourcesClient
+from exporter.reconciler import PassReport, Reconciler
+from exporter.resources import AllocatableResources, MemoryBlock, PodResources
+from exporter.sysfs import read_cpu_numa_map
+from tests.exporter import scenarios as s
+from tests.exporter.fake_podresources import FakePodResources
+from tests.exporter.kube_helpers import (
+    GUARANTEED,
+    annotations_of,
+    create_pod,
+    delete_pod,
+    merge_patch,
+    read_pod,
+    set_phase,
+)
+
+pytestmark = pytest.mark.controlplane
+
+CPU_ONLY_VALUE = '[{"zone":"node-0","amount":{"cpu":"4"}}]'
+
+
+@dataclass
+class Harness:
+    api: client.ApiClient
+    namespace: str
+    node: str
+    fake: FakePodResources
+    pod_api: PodApi
+    cache: PodCache
+    reconciler: Reconciler
+    registry: CollectorRegistry
+    health: Health
+
+    def sync(self) -> None:
+        _, items = self.pod_api.list_node_pods(self.node)
+        self.cache.replace(items)
+        self.cache.connected = True
+
+    def report(self, template: PodResources, name: str | None = None) -> PodResources:
+        return replace(template, namespace=self.namespace, name=name or template.name)
+
+    def metric(self, name: str, **labels: str) -> float:
+        return self.registry.get_sample_value(name, labels) or 0.0
+
+    def run(self) -> PassReport:
+        return self.reconciler.run_once()
+
+
+@pytest.fixture
+def harness(
+    api_client: client.ApiClient, namespace: str, fake_kubelet: FakePodResources, sysfs_root: Path
+) -> Iterator[Harness]:
+    registry = CollectorRegistry()
+    metrics = ExporterMetrics(registry)
+    health = Health(clock=time.monotonic)
+    pod_api = PodApi(api_client)
+    node = f"node-{uuid.uuid4().hex[:8]}"
+    cache = PodCache(pod_api, node)
+    podresources = PodResourcesClient(fake_kubelet.socket_path, timeout_s=5)
+    reconciler = Reconciler(
+        podresources=podresources,
+        cache=cache,
+        patcher=Patcher(pod_api, sleep=lambda _: None, rng=random.Random(1)),
+        load_cpu_map=lambda: read_cpu_numa_map(sysfs_root),
+        metrics=metrics,
+        health=health,
+        clock=time.monotonic,
+        wall_clock=time.time,
+    )
+    yield Harness(
+        api_client, namespace, node, fake_kubelet, pod_api, cache, reconciler, registry, health
+    )
+    podresources.close()
+
+
+def test_writes_once_then_only_on_change(harness: Harness) -> None:
+    h = harness
+    for template in (s.CPU_ONLY, s.GPU_AND_CPU, s.SHARED_POOL):
+        create_pod(h.api, h.namespace, template.name, node=h.node)
+    h.fake.set_pods([h.report(s.CPU_ONLY), h.report(s.GPU_AND_CPU), h.report(s.SHARED_POOL)])
+    h.sync()
+
+    first = h.run()
+    assert first.patches == {"applied": 3}
+    assert annotations_of(h.api, h.namespace, "cpu-only") == {
+        OBSERVED_PLACEMENT: CPU_ONLY_VALUE,
+        OBSERVED_MEMORY_GROUPS: "[]",
+    }
+    assert annotations_of(h.api, h.namespace, "gpu-cpu")[OBSERVED_PLACEMENT] == (
+        '[{"zone":"node-1","amount":{"cpu":"2","nvidia.com/gpu":"2"}}]'
+    )
+    # no aligned resources: only the memory-groups annotation
+    assert annotations_of(h.api, h.namespace, "shared") == {OBSERVED_MEMORY_GROUPS: "[]"}
+    versions = {
+        n: read_pod(h.api, h.namespace, n)["metadata"]["resourceVersion"]
+        for n in ("cpu-only", "gpu-cpu", "shared")
+    }
+
+    # steady state: the cache holds the patch responses; nothing is written again,
+    # not even after a fresh list
+    assert h.run().patches == {}
+    h.sync()
+    assert h.run().patches == {}
+    assert {
+        n: read_pod(h.api, h.namespace, n)["metadata"]["resourceVersion"] for n in versions
+    } == versions
+    assert h.metric("numa_exporter_annotation_patches_total", result="applied") == 3
+    assert h.metric("numa_exporter_pods_observed") == 3
+    assert h.metric("numa_exporter_observation_lag_seconds_count") == 3
+    assert h.health.readiness() == (True, "ok")
+
+
+def test_drift_is_repaired_and_nothing_else_is_touched(harness: Harness) -> None:
+    h = harness
+    create_pod(
+        h.api,
+        h.namespace,
+        "cpu-only",
+        node=h.node,
+        annotations={"team.example/owner": "ml"},
+        labels={"app": "train"},
+    )
+    h.fake.set_pods([h.report(s.CPU_ONLY)])
+    h.sync()
+    h.run()
+
+    merge_patch(h.api, h.namespace, "cpu-only", {"metadata": {"annotations": {
+        OBSERVED_PLACEMENT: '[{"zone":"node-1","amount":{"cpu":"4"}}]',
+        OBSERVED_MEMORY_GROUPS: None,
+    }}})  # fmt: skip
+    h.sync()
+    assert h.run().patches == {"applied": 1}
+    pod = read_pod(h.api, h.namespace, "cpu-only")
+    assert pod["metadata"]["annotations"] == {
+        "team.example/owner": "ml",
+        OBSERVED_PLACEMENT: CPU_ONLY_VALUE,
+        OBSERVED_MEMORY_GROUPS: "[]",
+    }
+    assert pod["metadata"]["labels"] == {"app": "train"}
+
+    # a placement annotation on a pod without aligned resources is removed
+    create_pod(h.api, h.namespace, "shared", node=h.node, annotations={OBSERVED_PLACEMENT: "[]"})
+    h.fake.set_pods([h.report(s.CPU_ONLY), h.report(s.SHARED_POOL)])
+    h.sync()
+    assert h.run().patches == {"applied": 1}
+    assert annotations_of(h.api, h.namespace, "shared") == {OBSERVED_MEMORY_GROUPS: "[]"}
+
+
+@pytest.mark.parametrize(
+    "phase,started",
+    [
+        pytest.param("Pending", False, id="pending-not-acknowledged-by-kubelet"),
+        pytest.param("Succeeded", True, id="succeeded"),
+        pytest.param("Failed", True, id="failed"),
+    ],
+)
+def test_pods_left_alone(harness: Harness, phase: str, started: bool) -> None:
+    h = harness
+    create_pod(h.api, h.namespace, "cpu-only", node=h.node, phase=phase, started=started)
+    h.fake.set_pods([h.report(s.CPU_ONLY)])
+    h.sync()
+    assert h.run().patches == {}
+    assert annotations_of(h.api, h.namespace, "cpu-only") == {}
+
+
+def test_pending_pod_acknowledged_by_kubelet_is_annotated(harness: Harness) -> None:
+    h = harness
+    create_pod(h.api, h.namespace, "cpu-only", node=h.node, phase="Pending", started=True)
+    h.fake.set_pods([h.report(s.CPU_ONLY)])
+    h.sync()
+    assert h.run().patches == {"applied": 1}
+
+
+def test_pod_listed_twice_by_the_kubelet_is_left_alone(harness: Harness) -> None:
+    h = harness
+    create_pod(h.api, h.namespace, "cpu-only", node=h.node)
+    h.fake.set_pods([h.report(s.CPU_ONLY), h.report(s.GPU_AND_CPU, name="cpu-only")])
+    h.sync()
+    result = h.run()
+    assert result.patches == {}
+    assert result.skipped_duplicates == (f"{h.namespace}/cpu-only",)
+
+
+def test_404_pod_gone(harness: Harness) -> None:
+    h = harness
+    create_pod(h.api, h.namespace, "cpu-only", node=h.node)
+    h.fake.set_pods([h.report(s.CPU_ONLY)])
+    h.sync()
+    delete_pod(h.api, h.namespace, "cpu-only")  # the cache has not seen the deletion
+    assert h.run().patches == {"not_found": 1}
+    assert h.cache.get(f"{h.namespace}/cpu-only") is None
+    assert h.run().patches == {}
+
+
+def test_409_stale_cache_rereads_and_writes(harness: Harness) -> None:
+    h = harness
+    create_pod(h.api, h.namespace, "cpu-only", node=h.node)
+    h.fake.set_pods([h.report(s.CPU_ONLY)])
+    h.sync()
+    merge_patch(h.api, h.namespace, "cpu-only", {"metadata": {"labels": {"later": "edit"}}})
+    assert h.run().patches == {"applied": 1}
+    assert h.metric("numa_exporter_annotation_patches_total", result="conflict") == 1
+    pod = read_pod(h.api, h.namespace, "cpu-only")
+    assert pod["metadata"]["labels"] == {"later": "edit"}
+    assert pod["metadata"]["annotations"][OBSERVED_PLACEMENT] == CPU_ONLY_VALUE
+
+
+def test_409_after_someone_else_wrote_the_same_value(harness: Harness) -> None:
+    h = harness
+    create_pod(h.api, h.namespace, "cpu-only", node=h.node)
+    h.fake.set_pods([h.report(s.CPU_ONLY)])
+    h.sync()
+    merge_patch(h.api, h.namespace, "cpu-only", {"metadata": {"annotations": {
+        OBSERVED_PLACEMENT: CPU_ONLY_VALUE, OBSERVED_MEMORY_GROUPS: "[]"}}})  # fmt: skip
+    assert h.run().patches == {"unchanged": 1}
+    assert h.metric("numa_exporter_annotation_patches_total", result="conflict") == 1
+
+
+def test_new_pod_reusing_the_name_is_never_written_with_the_old_decision(
+    harness: Harness,
+) -> None:
+    h = harness
+    create_pod(h.api, h.namespace, "cpu-only", node=h.node)
+    h.fake.set_pods([h.report(s.CPU_ONLY)])
+    h.sync()
+    old_uid = h.cache.get(f"{h.namespace}/cpu-only").uid  # type: ignore[union-attr]
+    delete_pod(h.api, h.namespace, "cpu-only")
+    create_pod(h.api, h.namespace, "cpu-only", node=h.node, phase="Pending", started=False)
+    assert h.run().patches == {"replaced": 1}
+    assert annotations_of(h.api, h.namespace, "cpu-only") == {}
+    cached = h.cache.get(f"{h.namespace}/cpu-only")
+    assert cached is not None and cached.uid != old_uid  # the cache now holds the new pod
+    assert h.run().patches == {}  # not yet acknowledged by the kubelet: left alone
+    set_phase(h.api, h.namespace, "cpu-only", "Running")
+    h.sync()
+    assert h.run().patches == {"applied": 1}
+
+
+def test_memory_groups_null_until_every_container_reported(harness: Harness) -> None:
+    h = harness
+    h.fake.allocatable = AllocatableResources(memory=(MemoryBlock("memory", 64 * s.GI, (0,)),))
+    create_pod(
+        h.api, h.namespace, "group", node=h.node, containers={"a": GUARANTEED, "b": GUARANTEED}
+    )
+    only_a = s.pod("group", s.MULTI_NUMA_GROUP.containers[0], namespace=h.namespace)
+    h.fake.set_pods([only_a])
+    h.sync()
+    h.run()
+    groups = annotations_of(h.api, h.namespace, "group")[OBSERVED_MEMORY_GROUPS]
+    assert groups == "null"
+    h.fake.set_pods([h.report(s.MULTI_NUMA_GROUP)])
+    assert h.run().patches == {"applied": 1}
+    assert annotations_of(h.api, h.namespace, "group")[OBSERVED_MEMORY_GROUPS] == (
+        '[{"memoryNodes":["node-0","node-1"],"amount":{"memory":"10737418240"}},'
+        '{"memoryNodes":["node-1"],"amount":{"memory":"1073741824"}}]'
+    )
+
+
+def test_without_static_memory_manager_guaranteed_pods_get_empty_groups(
+    harness: Harness,
+) -> None:
+    h = harness
+    create_pod(h.api, h.namespace, "cpu-only", node=h.node, containers={"main": GUARANTEED})
+    h.fake.set_pods([h.report(s.CPU_ONLY)])
+    h.sync()
+    h.run()
+    assert annotations_of(h.api, h.namespace, "cpu-only")[OBSERVED_MEMORY_GROUPS] == "[]"
+
+
+def test_unknown_cpus_are_counted_and_left_out(harness: Harness) -> None:
+    h = harness
+    create_pod(h.api, h.namespace, "unknown-cpus", node=h.node)
+    h.fake.set_pods([h.report(s.UNKNOWN_CPUS)])
+    h.sync()
+    assert h.run().unknown_cpus == {40, 41}
+    assert h.metric("numa_exporter_unknown_cpus") == 2
+    assert annotations_of(h.api, h.namespace, "unknown-cpus")[OBSERVED_PLACEMENT] == (
+        '[{"zone":"node-0","amount":{"cpu":"1"}}]'
+    )
+
+
+def test_podresources_failure_writes_nothing(harness: Harness) -> None:
+    h = harness
+    create_pod(h.api, h.namespace, "cpu-only", node=h.node)
+    h.fake.set_pods([h.report(s.CPU_ONLY)])
+    h.sync()
+    h.fake.stop()
+    for _ in range(3):
+        result = h.run()
+        assert (result.podresources_ok, result.patches) == (False, {})
+    assert annotations_of(h.api, h.namespace, "cpu-only") == {}
+    assert h.health.readiness() == (
+        False,
+        "not reached in the last 3 passes: kubelet podresources",
+    )
+    assert h.metric("numa_exporter_podresources_up") == 0
+    assert h.metric("numa_exporter_reconciles_total", result="podresources_error") == 3
+
+
+def test_a_pod_unknown_to_the_api_is_skipped(harness: Harness) -> None:
+    h = harness
+    h.fake.set_pods([h.report(s.CPU_ONLY), h.report(s.GPU_AND_CPU)])
+    create_pod(h.api, h.namespace, "gpu-cpu", node=h.node)
+    h.sync()
+    assert h.run().patches == {"applied": 1}
