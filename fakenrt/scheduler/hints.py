@@ -121,6 +121,8 @@ def memory_hints(
         t: subset_sums(ids, {z.id: z.allocatable.get(t, 0) for z in topo.zones}) for t in request
     }
     free_sums = {t: subset_sums(ids, {z: max(ledger.free(z, t), 0) for z in ids}) for t in request}
+    cells = ledger.cells
+    assignments = ledger.assignments
     min_width = len(ids)
     feasible: list[int] = []
     for mask in all_masks(ids):
@@ -130,15 +132,11 @@ def memory_hints(
         min_width = min(min_width, width)
         zones = bits(mask)
         if width == 1:
-            if len(ledger.cells[zones[0]]) > 1:
+            if len(cells[zones[0]]) > 1:
                 continue
         else:
             group = frozenset(zones)
-            if any(
-                ledger.assignments[z] > 0
-                and (len(ledger.cells[z]) == 1 or ledger.cells[z] != group)
-                for z in zones
-            ):
+            if any(assignments[z] > 0 and (len(cells[z]) == 1 or cells[z] != group) for z in zones):
                 continue
         reuse = reusable.get(mask, {})
         if all(free_sums[t][mask] + reuse.get(t, 0) >= size for t, size in request.items()):

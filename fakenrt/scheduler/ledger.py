@@ -26,8 +26,7 @@ class LedgerSnapshot:
     """An immutable copy of a ledger's state (for tests and rollback checks)."""
 
     available: tuple[tuple[int, tuple[tuple[str, int], ...]], ...]
-    assignments: tuple[tuple[int, int], ...]
-    cells: tuple[tuple[int, tuple[int, ...]], ...]
+    blocks: tuple[tuple[int, tuple[tuple[int, ...], ...]], ...]
 
 
 class ZoneLedger:
@@ -39,19 +38,26 @@ class ZoneLedger:
         topology: NumaTopology,
         available: Mapping[int, Mapping[str, int]],
         *,
-        assignments: Mapping[int, int] | None = None,
-        cells: Mapping[int, frozenset[int]] | None = None,
+        blocks: Mapping[int, list[frozenset[int]]] | None = None,
     ) -> None:
         self.topology = topology
         self.available: dict[int, dict[str, int]] = {
             z: dict(available.get(z, {})) for z in topology.zone_ids
         }
-        self.assignments: dict[int, int] = dict.fromkeys(topology.zone_ids, 0)
-        self.cells: dict[int, frozenset[int]] = {z: frozenset((z,)) for z in topology.zone_ids}
-        if assignments:
-            self.assignments.update(assignments)
-        if cells:
-            self.cells.update(cells)
+        # zone -> the NUMA sets of the memory blocks on it, in the order they were charged
+        self.blocks: dict[int, list[frozenset[int]]] = {z: [] for z in topology.zone_ids}
+        for zone, zone_blocks in (blocks or {}).items():
+            self.blocks[zone] = list(zone_blocks)
+
+    @property
+    def assignments(self) -> dict[int, int]:
+        """``NumberOfAssignments`` per zone: memory blocks on it."""
+        return {z: len(b) for z, b in self.blocks.items()}
+
+    @property
+    def cells(self) -> dict[int, frozenset[int]]:
+        """``Cells`` per zone: the group of its latest block, or itself when it has none."""
+        return {z: (b[-1] if b else frozenset((z,))) for z, b in self.blocks.items()}
 
     @classmethod
     def from_nrt(cls, topology: NumaTopology) -> ZoneLedger:
@@ -60,9 +66,7 @@ class ZoneLedger:
         return cls(topology, {z.id: z.available for z in topology.zones})
 
     def copy(self) -> ZoneLedger:
-        return ZoneLedger(
-            self.topology, self.available, assignments=self.assignments, cells=self.cells
-        )
+        return ZoneLedger(self.topology, self.available, blocks=self.blocks)
 
     def free(self, zone: int, resource: str) -> int:
         return self.available[zone].get(resource, 0)
@@ -74,12 +78,11 @@ class ZoneLedger:
                 bucket[resource] = bucket.get(resource, 0) - sign * amount
         for block in placement.memory_blocks:
             for zone in block:
-                self.assignments[zone] = self.assignments.get(zone, 0) + sign
-                if self.assignments[zone] <= 0:
-                    self.assignments[zone] = 0
-                    self.cells[zone] = frozenset((zone,))
-                else:
-                    self.cells[zone] = block
+                stack = self.blocks.setdefault(zone, [])
+                if sign > 0:
+                    stack.append(block)
+                elif block in stack:
+                    del stack[len(stack) - 1 - stack[::-1].index(block)]
 
     def charge(self, placement: Placement) -> None:
         """Assume a pod: take its placement out of the zones."""
@@ -95,6 +98,7 @@ class ZoneLedger:
 
         return LedgerSnapshot(
             available=tuple((z, amounts(self.available[z])) for z in sorted(self.available)),
-            assignments=tuple(sorted(self.assignments.items())),
-            cells=tuple((z, tuple(sorted(self.cells[z]))) for z in sorted(self.cells)),
+            blocks=tuple(
+                (z, tuple(tuple(sorted(b)) for b in self.blocks[z])) for z in sorted(self.blocks)
+            ),
         )

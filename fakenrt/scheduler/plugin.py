@@ -12,9 +12,11 @@ Filter, in order:
    placement the reservation charges.
 
 Scores (all four, each 0..100) rank accepted nodes. On ``best-effort`` and ``none`` nodes
-the placement scored is the one the kubelet's best-effort alignment would get; a pod that
-cannot be aligned there scores 0 on every strategy, steering it toward nodes where it can
-be aligned. Scores never change the filter's verdict.
+the placement scored is the one an aligned admission would get. A pod that cannot be
+aligned on a ``best-effort`` node scores 0 on every strategy there, steering it toward
+nodes where the kubelet's best-effort alignment will succeed (on ``none`` nodes the kubelet
+aligns nothing, so there is nothing to steer by; LeastNUMANodes still ranks by width).
+Scores never change the filter's verdict.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from fakenrt.scheduler.placement import EMPTY_PLACEMENT, Placement
 from fakenrt.scheduler.requests import AlignmentUnit, alignment_units, relevant_resources
 from fakenrt.scheduler.restricted import RestrictedEvaluator
 from fakenrt.scheduler.scoring import MAX_SCORE, MIN_SCORE, STRATEGIES, ScoreInput
-from fakenrt.scheduler.topology import SCOPE_POD, NumaTopology
+from fakenrt.scheduler.topology import POLICY_BEST_EFFORT, SCOPE_POD, NumaTopology
 
 
 @dataclass(frozen=True)
@@ -102,9 +104,10 @@ class NumaPlugin:
         placement = result.placement
         if not result.engaged:
             aligned = RestrictedEvaluator().evaluate(ledger, units)
-            if not aligned.fit:
-                return ZERO_SCORES  # steering: the kubelet could not align it here
-            placement = aligned.placement
+            if aligned.fit:
+                placement = aligned.placement
+            elif topology.policy == POLICY_BEST_EFFORT:
+                return ZERO_SCORES  # steering: best-effort alignment would fail here
         inp = ScoreInput(ledger=ledger, units=units, placement=placement)
         return Scores({name: fn(inp) for name, fn in STRATEGIES.items()})
 

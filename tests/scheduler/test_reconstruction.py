@@ -1,0 +1,124 @@
+"""Reconstructing free capacity from the node's pods: observed > predicted > nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT, PREDICTED_PLACEMENT
+from fakenrt.scheduler.reconstruction import (
+    NodePod,
+    ReconstructionError,
+    node_pod_from_manifest,
+    reconstruct,
+)
+from tests.scheduler.builders import GI, GPU, container, pod_manifest, topology
+
+ZONES = [
+    {
+        "capacity": {"cpu": 16, GPU: 4, "memory": 64 * GI},
+        "available": {"cpu": 0, GPU: 0, "memory": 0},
+    }
+] * 2
+
+
+def node_pod(name: str, annotations: dict[str, str], phase: str = "Running") -> NodePod:
+    return node_pod_from_manifest(
+        pod_manifest(
+            name, [container("main", {"cpu": 1})], annotations=annotations, node="n1", phase=phase
+        )
+    )
+
+
+OBS = '[{"zone":"node-0","amount":{"cpu":"8","nvidia.com/gpu":"2"}}]'
+PRED = '[{"zone":"node-1","amount":{"cpu":"4"}}]'
+
+
+def test_allocatable_minus_placements_ignoring_stale_nrt_available() -> None:
+    topo = topology(ZONES)
+    result = reconstruct(
+        topo,
+        [
+            node_pod("observed", {OBSERVED_PLACEMENT: OBS, PREDICTED_PLACEMENT: PRED}),
+            node_pod("predicted", {PREDICTED_PLACEMENT: PRED}),
+            node_pod("unknown", {}),
+            node_pod("done", {OBSERVED_PLACEMENT: OBS}, phase="Succeeded"),
+            node_pod("failed", {PREDICTED_PLACEMENT: PRED}, phase="Failed"),
+        ],
+    )
+    book = result.ledger
+    assert book.free(0, "cpu") == 8 and book.free(0, GPU) == 2
+    assert book.free(1, "cpu") == 12 and book.free(1, GPU) == 4
+    assert book.free(0, "memory") == 64 * GI
+    assert result.sources == {"default/observed": "observed", "default/predicted": "predicted"}
+    assert result.unplaced == ("default/unknown",)
+
+
+def test_observed_memory_groups_become_a_group_spread_lowest_zone_first() -> None:
+    topo = topology(ZONES)
+    result = reconstruct(
+        topo,
+        [
+            node_pod(
+                "big",
+                {
+                    OBSERVED_PLACEMENT: "[]",
+                    OBSERVED_MEMORY_GROUPS: (
+                        f'[{{"memoryNodes":["node-0","node-1"],"amount":{{"memory":"{80 * GI}"}}}}]'
+                    ),
+                },
+            )
+        ],
+    )
+    book = result.ledger
+    assert book.free(0, "memory") == 0
+    assert book.free(1, "memory") == 48 * GI
+    assert book.cells[0] == frozenset({0, 1}) and book.assignments[1] == 1
+
+
+def test_predicted_multi_zone_memory_is_a_group_only_in_pod_scope() -> None:
+    pred = (
+        '[{"zone":"node-0","amount":{"memory":"1024"}},'
+        '{"zone":"node-1","amount":{"memory":"1024"}}]'
+    )
+    pods = [node_pod("p", {PREDICTED_PLACEMENT: pred})]
+    pod_scope = reconstruct(topology(ZONES, scope="pod"), pods).ledger
+    container_scope = reconstruct(topology(ZONES, scope="container"), pods).ledger
+    assert pod_scope.cells[0] == frozenset({0, 1})
+    assert container_scope.cells[0] == frozenset({0})
+    assert container_scope.assignments[0] == 1
+
+
+@pytest.mark.parametrize(
+    ("annotations", "fragment"),
+    [
+        pytest.param(
+            {OBSERVED_PLACEMENT: "{"},
+            f"pod default/bad: annotation {OBSERVED_PLACEMENT}",
+            id="json",
+        ),
+        pytest.param(
+            {PREDICTED_PLACEMENT: '[{"zone":"node-5","amount":{"cpu":"1"}}]'},
+            "zone node-5 is not a NUMA zone of n1",
+            id="unknown-zone",
+        ),
+        pytest.param(
+            {OBSERVED_PLACEMENT: "[]", OBSERVED_MEMORY_GROUPS: "[1]"},
+            f"annotation {OBSERVED_MEMORY_GROUPS}",
+            id="groups",
+        ),
+    ],
+)
+def test_bad_annotations_are_named_in_strict_mode(
+    annotations: dict[str, str], fragment: str
+) -> None:
+    with pytest.raises(ReconstructionError, match="pod default/bad") as err:
+        reconstruct(topology(ZONES), [node_pod("bad", annotations)])
+    assert fragment in str(err.value)
+
+
+def test_lenient_mode_falls_back_to_predicted_and_reports() -> None:
+    pods = [node_pod("bad", {OBSERVED_PLACEMENT: "{", PREDICTED_PLACEMENT: PRED})]
+    result = reconstruct(topology(ZONES), pods, strict=False)
+    assert result.sources == {"default/bad": "predicted"}
+    assert result.ledger.free(1, "cpu") == 12
+    assert len(result.problems) == 1 and "not JSON" in result.problems[0]
