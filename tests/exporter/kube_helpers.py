@@ -40,6 +40,7 @@ def create_pod(
     started: bool = True,
     annotations: Mapping[str, str] | None = None,
     labels: Mapping[str, str] | None = None,
+    service_account: str = "default",
 ) -> dict[str, Any]:
     """Create a pod bound to ``node`` and set its status; returns the pod as JSON."""
     core = client.CoreV1Api(api)
@@ -55,7 +56,11 @@ def create_pod(
             "annotations": dict(annotations or {}),
             "labels": dict(labels or {}),
         },
-        "spec": {"nodeName": node, "containers": spec_containers},
+        "spec": {
+            "nodeName": node,
+            "serviceAccountName": service_account,
+            "containers": spec_containers,
+        },
     }
     core.create_namespaced_pod(namespace, body)
     if phase is not None:
