@@ -119,18 +119,21 @@ class Fleet:
         """Fire every timer that is due on the clock."""
         now = self.clock()
         effects: list[Effect] = []
-        for kind, node, pod_key in self.timers.pop_due(now):
-            model = self.nodes[node]
-            if kind == LEASE:
-                effects.append(RenewLease(node, now))
-                self.timers.set((LEASE, node, ""), now + self.settings.lease_renew_interval)
-            elif kind == STATUS:
-                status = node_status(model.profile, model.identity, at=now)
-                effects.append(ReportNodeStatus(node, status))
-                self.timers.set((STATUS, node, ""), now + self.settings.node_status_interval)
-            else:
-                effects += model.fire(kind, pod_key, now)
+        while fired := self.timers.pop_due(now):
+            for key in fired:
+                effects += self._fire(key, now)
         return effects
+
+    def _fire(self, key: TimerKey, now: float) -> list[Effect]:
+        kind, node, pod_key = key
+        model = self.nodes[node]
+        if kind == LEASE:
+            self.timers.set((LEASE, node, ""), now + self.settings.lease_renew_interval)
+            return [RenewLease(node, now)]
+        if kind == STATUS:
+            self.timers.set((STATUS, node, ""), now + self.settings.node_status_interval)
+            return [ReportNodeStatus(node, node_status(model.profile, model.identity, at=now))]
+        return model.fire(kind, pod_key, now)
 
     def pending_publications(self) -> int:
         """Changes admitted but not yet visible in any NRT (for tests and metrics)."""

@@ -39,6 +39,10 @@ class Conflict(ApiError):
     pass
 
 
+class Invalid(ApiError):
+    """422: the request failed validation (e.g. a uid precondition in a patch)."""
+
+
 class Gone(ApiError):
     """410: the watch's resourceVersion is too old; list again."""
 
@@ -58,6 +62,8 @@ def _error(status: int, body: bytes) -> ApiError:
         return Conflict(status, message)
     if status == 410:
         return Gone(status, message)
+    if status == 422:
+        return Invalid(status, message)
     if status == 429 or status >= 500:
         return Transient(status, message)
     return ApiError(status, message)

@@ -122,7 +122,7 @@ class NodeModel:
     def snapshot(self) -> NrtSnapshot:
         return NrtSnapshot(
             usage=self.state.zone_usage(),
-            pods=tuple(a.key for a in self.state.allocations() if _holds_exclusive(a)),
+            pods=tuple(a.key for a in self.state.allocations().values() if _holds_exclusive(a)),
         )
 
     def render(self, snapshot: NrtSnapshot) -> dict[str, Any]:
@@ -130,9 +130,12 @@ class NodeModel:
 
     def _changed(self, now: float) -> list[Effect]:
         """The node's allocations changed: serve them at once, publish them after the lag."""
+        served = ServePodResources(self.name, tuple(self.state.allocations().values()))
         due = self.lag.push(now, self.snapshot())
+        if due <= now:  # no lag: visible at once
+            return [served, *self._publish_due(now)]
         self._timers.set_if_earlier(self._key(PUBLISH), due)
-        return [ServePodResources(self.name, tuple(self.state.allocations()))]
+        return [served]
 
     def publish_now(self) -> list[Effect]:
         """Publish the current state at once, dropping pending lagged changes (used after a
@@ -142,7 +145,7 @@ class NodeModel:
         self.published = self.snapshot()
         return [
             PublishNrt(self.name, self.render(self.published)),
-            ServePodResources(self.name, tuple(self.state.allocations())),
+            ServePodResources(self.name, tuple(self.state.allocations().values())),
         ]
 
     # ---- pods from the watch ---------------------------------------------------------
@@ -213,7 +216,10 @@ class NodeModel:
         self._next_sequence = max([self._next_sequence - 1, *known]) + 1
         for pod in ordered:
             effects += self.observe(pod, now)
-        return effects
+        # The rebuilt state is published whole afterwards (publish_now), not step by step.
+        self.lag.clear()
+        self._timers.cancel(self._key(PUBLISH))
+        return [e for e in effects if not isinstance(e, PublishNrt | ServePodResources)]
 
     def _take_host(self, pod: ObservedPod) -> int | None:
         prefix = self.identity.pod_ip(0)[: -len("0")]

@@ -18,10 +18,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fakenrt.controller.effects import Effect, ServePodResources
-from fakenrt.controller.endpoints import NodeEndpoints
 from fakenrt.controller.executor import Executor
 from fakenrt.controller.fleet import Fleet
 from fakenrt.controller.kube import KubeClient
@@ -31,6 +30,9 @@ from fakenrt.controller.settings import ControllerSettings
 from fakenrt.controller.watching import Message, PodWatcher, list_bound_pods
 from fakenrt.controller.writers import NrtWriter
 from fakenrt.profiles.model import NodeProfile
+
+if TYPE_CHECKING:
+    from fakenrt.controller.endpoints import NodeEndpoints
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +104,8 @@ class Controller:
         served = [(p, i) for p, i in self.identities if p.name in self.node_uids]
         self.fleet = Fleet(served, self.settings, clock=self.clock)
         if self.options.state_dir is not None:
+            from fakenrt.controller.endpoints import NodeEndpoints  # gRPC only when serving
+
             self.endpoints = NodeEndpoints(self.options.state_dir)
             self.endpoints.start([p for p, _ in served])
         self.executor = Executor(

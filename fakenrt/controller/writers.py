@@ -4,7 +4,7 @@ Each takes the :class:`~fakenrt.controller.kube.KubeClient` and one effect and p
 the way the kubelet (or NFD / RTE for NRT objects) would:
 
 * pod status: strategic-merge patch of ``pods/status`` with a uid precondition; a pod
-  that is gone (404) or was replaced by a namesake (409) is skipped;
+  that is gone (404) or was replaced by a namesake (422 on ``metadata.uid``) is skipped;
 * events: core/v1 Events named ``<pod>.<hex nanoseconds>`` like the kubelet's recorder;
 * deletion: ``DELETE`` with grace period 0 and a uid precondition (404 / 409: done);
 * NRT: create, or update with the last seen resourceVersion; a conflict re-reads the
@@ -31,6 +31,7 @@ from fakenrt.controller.effects import (
 from fakenrt.controller.kube import (
     STRATEGIC_MERGE_PATCH,
     Conflict,
+    Invalid,
     KubeClient,
     NotFound,
     path,
@@ -69,6 +70,11 @@ def patch_pod_status(kube: KubeClient, effect: PatchPodStatus) -> bool:
         )
     except (NotFound, Conflict):
         return False
+    except Invalid as exc:
+        # A uid in a patch is a precondition: a namesake pod fails it as an immutable field.
+        if "metadata.uid" in str(exc):
+            return False
+        raise
     return True
 
 

@@ -4,6 +4,7 @@ nodes never touched, removal limited to the controller's own nodes."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -22,7 +23,7 @@ from tests.controller.conftest import make_profiles, two_numa_profile, unique
 pytestmark = pytest.mark.controlplane
 
 
-def _node(kube: KubeClient, name: str) -> dict[str, object]:
+def _node(kube: KubeClient, name: str) -> dict[str, Any]:
     return kube.get(path("api", "v1", "nodes", name))
 
 
@@ -35,15 +36,15 @@ def test_creates_owned_nodes_with_capacity_status_and_taint(kube: KubeClient, ta
     name = profiles[0].name
     assert set(reg.node_uids) == {name} and reg.foreign == ()
     node = _node(kube, name)
-    labels = node["metadata"]["labels"]  # type: ignore[index]
+    labels = node["metadata"]["labels"]
     assert labels[FAKE_NODE_LABEL] == "true" and labels[CONTROLLER_LABEL] == controller
-    taints = node["spec"].get("taints", [])  # type: ignore[index,union-attr]
+    taints = node["spec"].get("taints", [])
     assert taints == ([{"key": TAINT_KEY, "value": "true", "effect": "NoSchedule"}] if taint else [])
-    status = node["status"]  # type: ignore[index]
-    assert status["capacity"]["nvidia.com/gpu"] == "6"  # type: ignore[index]
-    assert status["allocatable"]["cpu"] == "8"  # type: ignore[index]
-    assert status["allocatable"]["memory"] == str(16 * 2**30)  # type: ignore[index]
-    ready = [c for c in status["conditions"] if c["type"] == "Ready"]  # type: ignore[index]
+    status = node["status"]
+    assert status["capacity"]["nvidia.com/gpu"] == "6"
+    assert status["allocatable"]["cpu"] == "8"
+    assert status["allocatable"]["memory"] == str(16 * 2**30)
+    ready = [c for c in status["conditions"] if c["type"] == "Ready"]
     assert ready and ready[0]["status"] == "True"
     # Registering again (a restart) keeps the same node object.
     again = register_nodes(kube, identities, controller=controller, taint=taint, now=time.time())
@@ -63,7 +64,7 @@ def test_never_touches_a_node_it_does_not_own(
     assert reg.foreign == (theirs,)
     assert set(reg.node_uids) == {mine}
     after = _node(kube, theirs)
-    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]  # type: ignore[index]
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
     # A node owned by another controller is not "ours" either.
     other = unique("ctl")
     reg_other = register_nodes(kube, identities[:1], controller=other, taint=True, now=time.time())
@@ -73,4 +74,4 @@ def test_never_touches_a_node_it_does_not_own(
     assert removed == [mine]
     with pytest.raises(NotFound):
         _node(kube, mine)
-    assert _node(kube, theirs)["metadata"]["uid"] == before["metadata"]["uid"]  # type: ignore[index]
+    assert _node(kube, theirs)["metadata"]["uid"] == before["metadata"]["uid"]
