@@ -186,8 +186,10 @@ def _parse_node(raw: Mapping[str, object], name: str) -> NodeProfile:
     _check_numa_count(kubelet, len(zones), count_field)
     all_cpus = frozenset().union(*(z.cpus for z in zones))
     if not kubelet.reserved_cpus <= all_cpus:
-        missing = format_cpulist(kubelet.reserved_cpus - all_cpus)
-        raise FieldError("kubelet.reservedSystemCPUs", f"CPUs {missing} are not on this node")
+        raise FieldError(
+            "kubelet.reservedSystemCPUs",
+            f"{_cpus_phrase(kubelet.reserved_cpus - all_cpus)} not on this node",
+        )
     for zone in zones:
         try:
             split_cores(zone.cpus, threads)
@@ -449,8 +451,14 @@ def _check_cpu_overlap(zones: Sequence[_RawZone]) -> None:
             if shared:
                 raise FieldError(
                     child(zone.where, "cpus"),
-                    f"CPUs {format_cpulist(shared)} are also in {other.where} (zone {other.id})",
+                    f"{_cpus_phrase(shared)} also in {other.where} (zone {other.id})",
                 )
+
+
+def _cpus_phrase(cpus: frozenset[int]) -> str:
+    if len(cpus) == 1:
+        return f"CPU {format_cpulist(cpus)} is"
+    return f"CPUs {format_cpulist(cpus)} are"
 
 
 def _check_distances(zones: Sequence[_RawZone]) -> None:

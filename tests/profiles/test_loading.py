@@ -63,3 +63,16 @@ def test_shapes_example_has_the_advertised_nodes() -> None:
     assert len(dgx.cpu_topology) == 224
     assert sum(len(z.devices["nvidia.com/gpu"].ids) for z in dgx.zones) == 8
     assert dgx.cpu_topology[0].core == dgx.cpu_topology[112].core
+
+
+def test_every_yaml_example_in_the_docs_is_a_valid_profile() -> None:
+    import re
+
+    from fakenrt.profiles import parse_profiles
+    from fakenrt.profiles.loading import load_yaml
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "profiles.md"
+    blocks = re.findall(r"```yaml\n(.*?)```", doc.read_text(), flags=re.DOTALL)
+    assert blocks
+    for block in blocks:
+        assert parse_profiles(load_yaml(block, source="docs"), source="docs")

@@ -327,8 +327,15 @@ ERROR_CASES = [
         _with(_set(("zones", 1, "cpus"), "3-5")),
         "n1",
         "zones[1].cpus",
-        "CPUs 3 are also in zones[0] (zone 0)",
+        "CPU 3 is also in zones[0] (zone 0)",
         id="cpu-overlap",
+    ),
+    pytest.param(
+        _with(_set(("zones", 1, "cpus"), "2-5")),
+        "n1",
+        "zones[1].cpus",
+        "CPUs 2-3 are also in zones[0] (zone 0)",
+        id="cpu-overlap-many",
     ),
     pytest.param(
         _with(_set(("zones", 1, "id"), 0)),
