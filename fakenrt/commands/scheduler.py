@@ -130,3 +130,116 @@ def evaluate(
         click.echo(f"score {name}: {value}")
     for key in result.unplaced:
         click.echo(f"note: pod {key} has no placement annotation; not counted", err=True)
+
+
+@scheduler.command("run")
+@click.option(
+    "--kubeconfig",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Kubeconfig of the cluster to schedule in.",
+)
+@click.option(
+    "--scheduler-name",
+    default="numa-reference",
+    show_default=True,
+    help="Schedule pods whose spec.schedulerName is this.",
+)
+@click.option(
+    "--args",
+    "args_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Plugin arguments (YAML mapping): ignoreList, reconstructAvailable, scoringStrategy.",
+)
+@click.option(
+    "--node-selector",
+    default=None,
+    help="Only consider nodes matching this label selector (e.g. pool=gpu).",
+)
+@click.option(
+    "--period",
+    type=click.FloatRange(min=0.05),
+    default=1.0,
+    show_default=True,
+    help="Seconds between scheduling cycles (a pod change starts one sooner).",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(min=0, max=65535),
+    default=None,
+    help="Serve Prometheus metrics on this port (0 picks a free one); default: off.",
+)
+@click.option("--once", is_flag=True, help="Run a single scheduling cycle and exit.")
+@click.option("-v", "--verbose", is_flag=True, help="Log every bind and retry.")
+def run(
+    *,
+    kubeconfig: Path,
+    scheduler_name: str,
+    args_path: Path | None,
+    node_selector: str | None,
+    period: float,
+    metrics_port: int | None,
+    once: bool,
+    verbose: bool,
+) -> None:
+    """Schedule pending pods with the NUMA plugin: filter every node (whole-node resources,
+    then NUMA alignment from its NRT), score, write the predicted placement and bind."""
+    import logging
+    import signal
+    import threading
+    import time
+
+    from kubernetes import config as kube_config
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    from fakenrt.scheduler.kube import KubeCluster, watch_pods
+    from fakenrt.scheduler.loop import Scheduler
+    from fakenrt.scheduler.metrics import SchedulerMetrics
+    from fakenrt.scheduler.plugin import NumaPlugin
+
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    args = PluginArgs()
+    if args_path is not None:
+        docs = _load_documents(args_path)
+        try:
+            args = parse_args(docs[0] if docs else None, source=str(args_path))
+        except ArgsError as exc:
+            raise click.ClickException(str(exc)) from None
+    try:
+        api = kube_config.new_client_from_config(config_file=str(kubeconfig))
+    except (OSError, kube_config.ConfigException) as exc:
+        raise click.ClickException(f"{kubeconfig}: {exc}") from None
+    registry = CollectorRegistry()
+    metrics = SchedulerMetrics(registry)
+    if metrics_port is not None:
+        server, _ = start_http_server(metrics_port, registry=registry)
+        click.echo(f"metrics on :{server.server_port}/metrics", err=True)
+    cluster = KubeCluster(api, scheduler_name=scheduler_name, node_selector=node_selector)
+    sched = Scheduler(
+        cluster=cluster,
+        plugin=NumaPlugin(args),
+        scheduler_name=scheduler_name,
+        metrics=metrics,
+        clock=time.monotonic,
+    )
+    if once:
+        report = sched.run_cycle()
+        for key, node in report.bound.items():
+            click.echo(f"bound {key} -> {node}")
+        for key, why in report.unschedulable.items():
+            click.echo(f"unschedulable {key}: {why}")
+        return
+    stop = threading.Event()
+    wake = threading.Event()
+
+    def _stop(*_: object) -> None:
+        stop.set()
+        wake.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    threading.Thread(target=watch_pods, args=(api, scheduler_name, wake, stop), daemon=True).start()
+    sched.run(stop, period=period, wake=wake)

@@ -1,0 +1,181 @@
+"""One scheduling cycle over a cluster snapshot: filter every node, score, pick, reserve.
+Pure - no API calls, no clock: the loop (:mod:`fakenrt.scheduler.loop`) feeds it a
+snapshot and performs the binds; a simulation can drive it in simulated time.
+
+Filter order per node: readiness, then whole-node resources (node allocatable minus the
+requests of the non-terminal pods bound to it, and the pod count - the kubelet's own
+fit check), then the NUMA plugin on the node's NRT. The best-scoring node under the
+configured strategy wins (ties: node name). Assuming a pod charges its whole-node
+requests and its NUMA placement to the cycle's books, so the next pod of the same cycle
+sees them; :meth:`SchedulingCycle.forget` credits both back exactly (a failed bind).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from fakenrt.podspec import PodSpec, effective_requests
+from fakenrt.scheduler.cluster import ClusterSnapshot, NodeSnapshot
+from fakenrt.scheduler.ledger import ZoneLedger
+from fakenrt.scheduler.placement import EMPTY_PLACEMENT, Placement
+from fakenrt.scheduler.plugin import NumaPlugin, Scores
+from fakenrt.scheduler.reconstruction import NodePod, reconstruct
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Where a pod goes (``node`` None: nowhere) and why not elsewhere."""
+
+    pod_key: str
+    node: str | None
+    placement: Placement = EMPTY_PLACEMENT
+    scores: Scores = field(default_factory=Scores)
+    #: node name -> why the node was filtered out
+    rejections: Mapping[str, str] = field(default_factory=dict)
+    #: short reason category per rejected node (for metrics): resources / numa / not-ready
+    categories: Mapping[str, str] = field(default_factory=dict)
+    requests: Mapping[str, Decimal] = field(default_factory=dict)
+
+    @property
+    def message(self) -> str:
+        """kube-scheduler style: ``0/3 nodes are available: 2 <reason>, 1 <reason>.``"""
+        total = len(self.rejections)
+        counts = Counter(self.rejections.values())
+        parts = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
+        return f"0/{total} nodes are available: {parts}." if parts else "no nodes available."
+
+
+@dataclass
+class _NodeBooks:
+    node: NodeSnapshot
+    requested: dict[str, Decimal]
+    pods: int
+    ledger: ZoneLedger | None
+    unplaced: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
+def _category_of(reason: str) -> str:
+    return reason.split(":", 1)[0] if ":" in reason else reason
+
+
+class SchedulingCycle:
+    """The books of one cycle, built from a snapshot."""
+
+    def __init__(self, snapshot: ClusterSnapshot, plugin: NumaPlugin) -> None:
+        self.plugin = plugin
+        self.books: dict[str, _NodeBooks] = {}
+        by_node: dict[str, list[NodePod]] = {}
+        for pod in snapshot.pods:
+            if pod.spec.node_name and not pod.terminal:
+                by_node.setdefault(pod.spec.node_name, []).append(
+                    NodePod(spec=pod.spec, phase=pod.phase)
+                )
+        for node in sorted(snapshot.nodes, key=lambda n: n.name):
+            pods = by_node.get(node.name, [])
+            requested: dict[str, Decimal] = {}
+            for p in pods:
+                for name, value in effective_requests(p.spec).items():
+                    requested[name] = requested.get(name, Decimal(0)) + value
+            ledger: ZoneLedger | None = None
+            unplaced: tuple[str, ...] = ()
+            problems: tuple[str, ...] = ()
+            if node.nrt is not None:
+                if plugin.args.reconstruct_available:
+                    rebuilt = reconstruct(node.nrt, pods, strict=False)
+                    ledger, unplaced, problems = rebuilt.ledger, rebuilt.unplaced, rebuilt.problems
+                else:
+                    ledger = ZoneLedger.from_nrt(node.nrt)
+            self.books[node.name] = _NodeBooks(
+                node=node,
+                requested=requested,
+                pods=len(pods),
+                ledger=ledger,
+                unplaced=unplaced,
+                problems=problems,
+            )
+
+    def _whole_node(self, books: _NodeBooks, requests: Mapping[str, Decimal]) -> str | None:
+        node = books.node
+        if not node.ready:
+            return "node not ready"
+        if node.unschedulable:
+            return "node unschedulable"
+        max_pods = node.allocatable.get("pods")
+        if max_pods is not None and books.pods + 1 > max_pods:
+            return "Too many pods"
+        for name, value in sorted(requests.items()):
+            free = node.allocatable.get(name, Decimal(0)) - books.requested.get(name, Decimal(0))
+            if value > free:
+                return f"Insufficient {name}"
+        return None
+
+    def schedule(self, pod: PodSpec) -> Decision:
+        """Pick a node for ``pod`` and assume it there (charge the books)."""
+        requests = effective_requests(pod)
+        rejections: dict[str, str] = {}
+        categories: dict[str, str] = {}
+        best: tuple[int, str] | None = None
+        chosen: tuple[Placement, Scores] | None = None
+        strategy = self.plugin.args.scoring_strategy
+        for name, books in self.books.items():
+            reason = self._whole_node(books, requests)
+            if reason is not None:
+                rejections[name] = reason
+                categories[name] = (
+                    "resources" if reason.startswith(("Insufficient", "Too")) else "node"
+                )
+                continue
+            topology = books.node.nrt
+            result = self.plugin.filter(pod, topology, books.ledger)
+            if not result.fit:
+                rejections[name] = result.reason or "NUMA alignment"
+                categories[name] = _category_of(result.reason or "numa")
+                continue
+            scores = self.plugin.score(pod, topology, books.ledger, result)
+            key = (-scores[strategy], name)
+            if best is None or key < best:
+                best = key
+                chosen = (result.placement, scores)
+        if best is None or chosen is None:
+            return Decision(
+                pod_key=pod.key, node=None, rejections=rejections, categories=categories
+            )
+        decision = Decision(
+            pod_key=pod.key,
+            node=best[1],
+            placement=chosen[0],
+            scores=chosen[1],
+            rejections=rejections,
+            categories=categories,
+            requests=requests,
+        )
+        self._apply(decision, +1)
+        return decision
+
+    def _apply(self, decision: Decision, sign: int) -> None:
+        if decision.node is None:
+            return
+        books = self.books[decision.node]
+        for name, value in decision.requests.items():
+            books.requested[name] = books.requested.get(name, Decimal(0)) + sign * value
+        books.pods += sign
+        if books.ledger is not None:
+            if sign > 0:
+                books.ledger.charge(decision.placement)
+            else:
+                books.ledger.credit(decision.placement)
+
+    def forget(self, decision: Decision) -> None:
+        """Roll an assumed pod back (its bind failed): credit exactly what was charged."""
+        self._apply(decision, -1)
+
+    def unplaced(self) -> dict[str, tuple[str, ...]]:
+        """node -> pods on it with no placement annotation (not counted by reconstruction)."""
+        return {n: b.unplaced for n, b in self.books.items() if b.unplaced}
+
+    def problems(self) -> list[str]:
+        return [p for b in self.books.values() for p in b.problems]

@@ -1,0 +1,170 @@
+"""The scheduler loop: snapshot -> cycle -> annotate + bind, with backoff, events and
+metrics. Time comes from an injected clock; the cluster behind :class:`Cluster` is the
+API server (:class:`fakenrt.scheduler.kube.KubeCluster`) or anything else with the same
+four methods (a simulation)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from fakenrt.scheduler.backoff import Backoff
+from fakenrt.scheduler.cluster import ClusterSnapshot, PodSnapshot
+from fakenrt.scheduler.cycle import SchedulingCycle
+from fakenrt.scheduler.errors import ClusterError, NotFound
+from fakenrt.scheduler.metrics import SchedulerMetrics
+from fakenrt.scheduler.plugin import NumaPlugin
+
+log = logging.getLogger(__name__)
+
+TOPOLOGY_AFFINITY_ERROR = "TopologyAffinityError"
+
+Clock = Callable[[], float]
+
+
+class Cluster(Protocol):
+    def snapshot(self) -> ClusterSnapshot: ...
+
+    def annotate(self, pod: PodSnapshot, value: str) -> None: ...
+
+    def bind(self, pod: PodSnapshot, node: str) -> None: ...
+
+    def record_unschedulable(self, pod: PodSnapshot, message: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class CycleReport:
+    #: pod key -> node
+    bound: dict[str, str] = field(default_factory=dict)
+    #: pod key -> why no node fits
+    unschedulable: dict[str, str] = field(default_factory=dict)
+    #: pods waiting out their backoff
+    deferred: tuple[str, ...] = ()
+    topology_affinity_errors: tuple[str, ...] = ()
+
+
+class Scheduler:
+    def __init__(
+        self,
+        *,
+        cluster: Cluster,
+        plugin: NumaPlugin,
+        scheduler_name: str,
+        metrics: SchedulerMetrics,
+        clock: Clock,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.plugin = plugin
+        self.scheduler_name = scheduler_name
+        self.metrics = metrics
+        self.clock = clock
+        self.backoff = backoff or Backoff()
+        self._first_seen: dict[str, float] = {}
+        self._affinity_errors_seen: set[str] = set()
+
+    def _watch_failures(self, snapshot: ClusterSnapshot) -> list[str]:
+        found = []
+        for pod in snapshot.pods:
+            if (
+                pod.scheduler_name == self.scheduler_name
+                and pod.phase == "Failed"
+                and pod.reason == TOPOLOGY_AFFINITY_ERROR
+            ):
+                ident = pod.spec.uid or pod.key
+                if ident not in self._affinity_errors_seen:
+                    self._affinity_errors_seen.add(ident)
+                    self.metrics.topology_affinity_errors.inc()
+                    log.warning(
+                        "pod %s on node %s was rejected by the kubelet with "
+                        "TopologyAffinityError: the NUMA prediction disagreed with the kubelet",
+                        pod.key,
+                        pod.spec.node_name or "?",
+                    )
+                    found.append(pod.key)
+        return found
+
+    def run_cycle(self) -> CycleReport:
+        """One cycle: read the cluster, schedule every pending pod whose backoff expired."""
+        now = self.clock()
+        snapshot = self.cluster.snapshot()
+        errors = self._watch_failures(snapshot)
+        cycle = SchedulingCycle(snapshot, self.plugin)
+        for problem in cycle.problems():
+            log.warning("reconstruction: %s", problem)
+        pending = snapshot.pending(self.scheduler_name)
+        keys = {p.key for p in pending}
+        self.backoff.keep_only(keys)
+        for key in [k for k in self._first_seen if k not in keys]:
+            del self._first_seen[key]
+        bound: dict[str, str] = {}
+        unschedulable: dict[str, str] = {}
+        deferred: list[str] = []
+        for pod in pending:
+            self._first_seen.setdefault(pod.key, now)
+            if not self.backoff.ready(pod.key, now):
+                deferred.append(pod.key)
+                continue
+            decision = cycle.schedule(pod.spec)
+            for category in decision.categories.values():
+                self.metrics.filter_rejections.labels(category).inc()
+            if decision.node is None:
+                self.metrics.unschedulable.inc()
+                delay = self.backoff.failed(pod.key, now)
+                unschedulable[pod.key] = decision.message
+                log.info(
+                    "pod %s fits nowhere (retry in %.1fs): %s", pod.key, delay, decision.message
+                )
+                try:
+                    self.cluster.record_unschedulable(pod, decision.message)
+                except ClusterError as exc:
+                    log.warning("could not record event: %s", exc)
+                continue
+            try:
+                self.cluster.annotate(pod, decision.placement.annotation())
+                self.cluster.bind(pod, decision.node)
+            except NotFound:
+                cycle.forget(decision)
+                self.backoff.forget(pod.key)
+                continue
+            except ClusterError as exc:
+                cycle.forget(decision)
+                self.backoff.failed(pod.key, now)
+                log.warning("bind of %s to %s failed: %s", pod.key, decision.node, exc)
+                continue
+            self.metrics.binds.inc()
+            self.metrics.bind_latency.observe(max(self.clock() - self._first_seen.pop(pod.key), 0))
+            self.backoff.forget(pod.key)
+            bound[pod.key] = decision.node
+            log.info(
+                "bound %s to %s zones=%s scores=%s",
+                pod.key,
+                decision.node,
+                list(decision.placement.zones),
+                dict(decision.scores.values),
+            )
+        return CycleReport(
+            bound=bound,
+            unschedulable=unschedulable,
+            deferred=tuple(deferred),
+            topology_affinity_errors=tuple(errors),
+        )
+
+    def run(
+        self, stop: threading.Event, *, period: float, wake: threading.Event | None = None
+    ) -> None:
+        """Cycle until ``stop`` is set: every ``period`` seconds, or sooner when ``wake`` is
+        set (a watch saw a pod change). A failing cycle is logged and retried."""
+        while not stop.is_set():
+            try:
+                self.run_cycle()
+            except ClusterError as exc:
+                log.warning("cycle failed: %s", exc)
+            if wake is not None:
+                wake.wait(period)
+                wake.clear()
+            else:
+                stop.wait(period)
