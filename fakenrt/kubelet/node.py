@@ -23,6 +23,9 @@ from typing import Any
 
 from fakenrt.kubelet import predicate, scope_container, scope_none, scope_pod
 from fakenrt.kubelet.allocation import (
+    INIT,
+    REGULAR,
+    SIDECAR,
     AdmissionResult,
     ContainerAllocation,
     MemoryBlock,
@@ -210,6 +213,8 @@ class NodeState:
         )
         if failure is not None:
             return AdmissionResult(pod.key, False, failure.reason, failure.message, hints)
+        kinds = {c.name: SIDECAR if c.restartable else INIT for c in pod.init_containers}
+        kinds.update({c.name: REGULAR for c in pod.containers})
         containers = tuple(
             ContainerAllocation(
                 name=c.name,
@@ -219,6 +224,7 @@ class NodeState:
                     MemoryBlock(b.type, b.size, frozenset(b.numa))
                     for b in mem.assigned.get(c.name, ())
                 ),
+                kind=kinds[c.name],
             )
             for c in all_containers(pod)
         )

@@ -1,0 +1,145 @@
+"""Readable and JSON explanations of admission results. Pure (returns strings / dicts).
+
+The JSON form is what ``fakenrt kubelet explain --json`` prints, one object per pod::
+
+    {"pod": "default/p1", "admit": true, "reason": null,
+     "hints": [{"container": "c1", "best": {"numa": [0], "preferred": true},
+                "providers": {"cpu": [{"numa": [0], "preferred": true}, ...]}}],
+     "allocation": [{"container": "c1", "cpus": "2-5", "devices": {"nvidia.com/gpu": ["GPU-0"]},
+                     "memory": [{"type": "memory", "size": 1073741824, "numa": [0]}]}]}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from exporter.cpulist import format_cpulist
+from fakenrt.kubelet.allocation import AdmissionResult, HintReport, ProviderHint
+from fakenrt.profiles.model import NodeProfile
+
+
+def _hint_json(h: ProviderHint) -> dict[str, Any]:
+    return {"numa": None if h.numa is None else list(h.numa), "preferred": h.preferred}
+
+
+def result_json(result: AdmissionResult) -> dict[str, Any]:
+    """The JSON object for one pod."""
+    allocation: list[dict[str, Any]] = []
+    if result.allocation is not None:
+        for c in result.allocation.containers:
+            allocation.append(
+                {
+                    "container": c.name,
+                    "cpus": format_cpulist(c.cpus),
+                    "devices": {k: list(v) for k, v in sorted(c.devices.items())},
+                    "memory": [
+                        {"type": b.type, "size": b.size, "numa": sorted(b.numa)} for b in c.memory
+                    ],
+                }
+            )
+    return {
+        "pod": result.pod_key,
+        "admit": result.admit,
+        "reason": result.reason,
+        "hints": [
+            {
+                "container": h.container,
+                "best": _hint_json(h.best),
+                "providers": {k: [_hint_json(x) for x in v] for k, v in h.providers.items()},
+            }
+            for h in result.hints
+        ],
+        "allocation": allocation,
+    }
+
+
+def numa_set(numa: Sequence[int] | None) -> str:
+    return "any NUMA node" if numa is None else "{" + ",".join(str(n) for n in numa) + "}"
+
+
+def _size(n: int) -> str:
+    for unit, factor in (("Gi", 1024**3), ("Mi", 1024**2), ("Ki", 1024)):
+        if n and n % factor == 0:
+            return f"{n // factor}{unit}"
+    return str(n)
+
+
+def _resource_line(resource: str, hints: Sequence[ProviderHint]) -> str:
+    if len(hints) == 1 and hints[0].numa is None:
+        if hints[0].preferred:
+            return f"{resource}: no NUMA preference"
+        return f"{resource}: no NUMA set can satisfy the request"
+    preferred = [numa_set(h.numa) for h in hints if h.preferred]
+    other = [numa_set(h.numa) for h in hints if not h.preferred]
+    text = f"{resource}: prefers {' or '.join(preferred)}" if preferred else f"{resource}: "
+    if other:
+        text += ("; also fits " if preferred else "only fits ") + ", ".join(other)
+        text += " (not preferred)"
+    return text
+
+
+def _why(report: HintReport, policy: str) -> str:
+    providers = report.providers
+    if policy == "none":
+        return "policy none: no alignment"
+    if report.best.preferred:
+        wanting = [r for r, hs in providers.items() if not (len(hs) == 1 and hs[0].numa is None)]
+        if not wanting:
+            return "no resource has a NUMA preference"
+        return f"{', '.join(wanting)} all prefer {numa_set(report.best.numa)}"
+    impossible = [
+        r
+        for r, hs in providers.items()
+        if len(hs) == 1 and hs[0].numa is None and not hs[0].preferred
+    ]
+    if impossible:
+        return f"{', '.join(impossible)}: not enough free on any NUMA set"
+    if policy == "single-numa-node":
+        lacking = [
+            r
+            for r, hs in providers.items()
+            if not any(h.preferred and (h.numa is None or len(h.numa) == 1) for h in hs)
+        ]
+        if lacking:
+            return (
+                "single-numa-node keeps only preferred single-NUMA hints, and "
+                f"{', '.join(lacking)} has none"
+            )
+        return "no single NUMA node is preferred by every resource"
+    return (
+        "no NUMA set is preferred by every resource (a merged hint is preferred only when "
+        "all its hints are preferred and name the same NUMA set)"
+    )
+
+
+def render_text(result: AdmissionResult, profile: NodeProfile) -> str:
+    """A few lines explaining one verdict."""
+    policy = profile.kubelet.topology_manager_policy
+    verdict = "ADMITTED" if result.admit else f"REJECTED {result.reason}: {result.message}"
+    lines = [
+        f"pod {result.pod_key} on node {profile.name} ({policy}, "
+        f"{profile.kubelet.topology_manager_scope} scope): {verdict}"
+    ]
+    for report in result.hints:
+        who = f"container {report.container}" if report.container else "pod"
+        kind = "preferred" if report.best.preferred else "not preferred"
+        best = f"{numa_set(report.best.numa)} ({kind})"
+        lines.append(f"  {who}: best hint {best} - {_why(report, policy)}")
+        lines.extend(f"    {_resource_line(r, hs)}" for r, hs in report.providers.items())
+        lines.extend(f"    note: {n}" for n in report.notes)
+    if not result.hints and policy == "none":
+        lines.append("  policy none: no hints gathered, resources allocated without alignment")
+    if result.allocation is not None:
+        for c in result.allocation.containers:
+            parts = []
+            if c.cpus:
+                parts.append(f"cpus {format_cpulist(c.cpus)}")
+            parts.extend(f"{k} {','.join(v)}" for k, v in sorted(c.devices.items()))
+            parts.extend(
+                f"{b.type} {_size(b.size)} on {numa_set(sorted(b.numa))}" for b in c.memory
+            )
+            lines.append(
+                f"  {c.name} ({c.kind}): {'; '.join(parts) if parts else 'nothing exclusive'}"
+            )
+    return "\n".join(lines)
