@@ -24,3 +24,9 @@ main.add_command(nrt)
 from fakenrt.commands.scheduler import scheduler  # noqa: E402
 
 main.add_command(scheduler)
+from fakenrt.commands.controller import controller  # noqa: E402
+
+main.add_command(controller)
+from fakenrt.commands.kubelet import kubelet  # noqa: E402
+
+main.add_command(kubelet)
