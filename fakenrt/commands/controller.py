@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 from types import FrameType
@@ -19,10 +18,12 @@ from fakenrt.controller.settings import DEFAULT_CONTROLLER_NAME, ControllerSetti
 DURATION_HELP = "Durations: 30s, 1m30s, 250ms, or a number of seconds."
 
 
-class Duration(click.ParamType):
+class Duration(click.ParamType[float]):
     name = "duration"
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
         if isinstance(value, int | float):
             return float(value)
         try:
@@ -50,7 +51,9 @@ def _kube_client(kubeconfig: Path | None) -> Any:
                 api = config.new_client_from_config()
     except (config.ConfigException, OSError, TypeError, ValueError) as exc:
         where = kubeconfig or "$KUBECONFIG / ~/.kube/config / in-cluster"
-        raise click.ClickException(f"cannot load a Kubernetes configuration ({where}): {exc}")
+        raise click.ClickException(
+            f"cannot load a Kubernetes configuration ({where}): {exc}"
+        ) from exc
     return KubeClient(api)
 
 
@@ -80,39 +83,103 @@ def _kube_client(kubeconfig: Path | None) -> Any:
     help="Value of the fakenrt.io/controller label marking the nodes this controller owns; "
     "nodes without it are never touched.",
 )
-@click.option("--seed", type=int, default=0, show_default=True,
-              help="Seed for NRT jitter and every other random choice (reproducible runs).")
-@click.option("--nrt-delay", type=DURATION, default=0.0, show_default=True,
-              help="Delay before an allocation or release shows in the node's NRT "
-              "'available' (0: publish immediately, jitter ignored). " + DURATION_HELP)
-@click.option("--nrt-jitter", type=DURATION, default=0.0, show_default=True,
-              help="Extra random delay, uniform in [0, jitter], per change and node.")
-@click.option("--nrt-refresh", type=DURATION, default=60.0, show_default=True,
-              help="Re-publish every NRT this often even without changes (repairs edits "
-              "by others; 0: never).")
-@click.option("--start-delay", type=DURATION, default=0.0, show_default=True,
-              help="Time from admission (status Pending, ContainerCreating) to Running.")
-@click.option("--default-run-duration", type=DURATION, default=None,
-              help="How long a pod runs before it Succeeds and releases its resources, when it "
-              "has no fakenrt.io/run-duration annotation (default: until deleted).")
-@click.option("--taint/--no-taint", default=True, show_default=True,
-              help="Taint the nodes fakenrt.io/fake-node=true:NoSchedule so only pods that "
-              "tolerate it land there.")
-@click.option("--lease-duration", type=click.IntRange(min=1), default=40, show_default=True,
-              help="leaseDurationSeconds of the node Leases in kube-node-lease.")
-@click.option("--lease-renew-interval", type=DURATION, default=10.0, show_default=True,
-              help="How often each node's Lease is renewed.")
-@click.option("--node-status-interval", type=DURATION, default=60.0, show_default=True,
-              help="How often each node's status (conditions) is written again.")
-@click.option("--workers", type=click.IntRange(min=1, max=64), default=8, show_default=True,
-              help="Threads writing to the API server (shared by all nodes).")
-@click.option("--remove-nodes", is_flag=True,
-              help="Delete every node owned by --controller-name (with its Lease and NRT) and "
-              "exit; needs no --profile.")
-@click.option("--remove-on-exit", is_flag=True,
-              help="On SIGTERM / SIGINT, delete the nodes this controller owns before exiting.")
-@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
-              default="info", show_default=True, help="Log verbosity (logs go to stderr).")
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed for NRT jitter and every other random choice (reproducible runs).",
+)
+@click.option(
+    "--nrt-delay",
+    type=DURATION,
+    default=0.0,
+    show_default=True,
+    help="Delay before an allocation or release shows in the node's NRT "
+    "'available' (0: publish immediately, jitter ignored). " + DURATION_HELP,
+)
+@click.option(
+    "--nrt-jitter",
+    type=DURATION,
+    default=0.0,
+    show_default=True,
+    help="Extra random delay, uniform in [0, jitter], per change and node.",
+)
+@click.option(
+    "--nrt-refresh",
+    type=DURATION,
+    default=60.0,
+    show_default=True,
+    help="Re-publish every NRT this often even without changes (repairs edits "
+    "by others; 0: never).",
+)
+@click.option(
+    "--start-delay",
+    type=DURATION,
+    default=0.0,
+    show_default=True,
+    help="Time from admission (status Pending, ContainerCreating) to Running.",
+)
+@click.option(
+    "--default-run-duration",
+    type=DURATION,
+    default=None,
+    help="How long a pod runs before it Succeeds and releases its resources, when it "
+    "has no fakenrt.io/run-duration annotation (default: until deleted).",
+)
+@click.option(
+    "--taint/--no-taint",
+    default=True,
+    show_default=True,
+    help="Taint the nodes fakenrt.io/fake-node=true:NoSchedule so only pods that "
+    "tolerate it land there.",
+)
+@click.option(
+    "--lease-duration",
+    type=click.IntRange(min=1),
+    default=40,
+    show_default=True,
+    help="leaseDurationSeconds of the node Leases in kube-node-lease.",
+)
+@click.option(
+    "--lease-renew-interval",
+    type=DURATION,
+    default=10.0,
+    show_default=True,
+    help="How often each node's Lease is renewed.",
+)
+@click.option(
+    "--node-status-interval",
+    type=DURATION,
+    default=60.0,
+    show_default=True,
+    help="How often each node's status (conditions) is written again.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1, max=64),
+    default=8,
+    show_default=True,
+    help="Threads writing to the API server (shared by all nodes).",
+)
+@click.option(
+    "--remove-nodes",
+    is_flag=True,
+    help="Delete every node owned by --controller-name (with its Lease and NRT) and "
+    "exit; needs no --profile.",
+)
+@click.option(
+    "--remove-on-exit",
+    is_flag=True,
+    help="On SIGTERM / SIGINT, delete the nodes this controller owns before exiting.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="info",
+    show_default=True,
+    help="Log verbosity (logs go to stderr).",
+)
 def controller(**options: Any) -> None:
     """Run fake NUMA nodes on a real API server.
 
@@ -122,7 +189,7 @@ def controller(**options: Any) -> None:
     reason, e.g. TopologyAffinityError); publishes one NodeResourceTopology per node with
     the configured lag; and, with --state-dir, serves a podresources socket and a sysfs tree
     per node for numa-exporter. See docs/controller.md.
-    """  # noqa: D301
+    """
     logging.basicConfig(
         level=options["log_level"].upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -172,10 +239,8 @@ def run(kube: Any, **options: Any) -> None:
         RunOptions(state_dir=options["state_dir"], workers=options["workers"]),
         clock=time.time,
     )
-    stop = threading.Event()
 
     def _on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
         ctl.stop_event.set()
         ctl.wake()
 

@@ -58,7 +58,7 @@ class NodeEndpoints:
 
     def start(self, profiles: Iterable[NodeProfile]) -> None:
         for profile in profiles:
-            write_sysfs(profile, sysfs_root(self.state_dir, profile.name))
+            write_sysfs(sysfs_root(self.state_dir, profile.name), profile)
             source = NodeSnapshot(profile)
             server = PodResourcesServer(
                 socket_path(self.state_dir, profile.name), source, thread_pool=self._pool

@@ -56,7 +56,9 @@ class Fleet:
         effects = self._recover(pods, now)
         for model in self.nodes.values():
             effects += model.publish_now()
-            effects.append(ReportNodeStatus(model.name, node_status(model.profile, model.identity, at=now)))
+            effects.append(
+                ReportNodeStatus(model.name, node_status(model.profile, model.identity, at=now))
+            )
             effects.append(RenewLease(model.name, now))
             s = self.settings
             self.timers.set((LEASE, model.name, ""), now + self._phase(s.lease_renew_interval))

@@ -26,13 +26,13 @@ from fakenrt.controller.effects import (
 )
 from fakenrt.controller.lag import LagPipeline
 from fakenrt.controller.nodeobjects import NodeIdentity
+from fakenrt.controller.pods import RUN_DURATION_ANNOTATION, SEQUENCE_ANNOTATION, ObservedPod
 from fakenrt.controller.podstatus import (
     pending_status,
     rejected_status,
     running_status,
     succeeded_status,
 )
-from fakenrt.controller.pods import RUN_DURATION_ANNOTATION, SEQUENCE_ANNOTATION, ObservedPod
 from fakenrt.controller.settings import ControllerSettings
 from fakenrt.controller.timers import TimerQueue
 from fakenrt.kubelet.allocation import UNEXPECTED_ADMISSION_ERROR, PodAllocation
@@ -298,7 +298,10 @@ class NodeModel:
             host_ip=self.identity.internal_ip,
             pod_ip=pod_ip,
         )
-        return [self._patch(tracked.pod, status, annotations), *self._schedule_completion(tracked, now)]
+        return [
+            self._patch(tracked.pod, status, annotations),
+            *self._schedule_completion(tracked, now),
+        ]
 
     def _run_duration(self, pod: ObservedPod, now: float) -> tuple[float | None, list[Effect]]:
         if pod.run_duration is None:

@@ -114,15 +114,35 @@ def node_status(profile: NodeProfile, identity: NodeIdentity, *, at: float) -> d
         "capacity": _quantities(node_capacity(profile)),
         "allocatable": _quantities(node_allocatable(profile)),
         "conditions": [
-            _condition("MemoryPressure", "False", "KubeletHasSufficientMemory",
-                       "kubelet has sufficient memory available", at),
-            _condition("DiskPressure", "False", "KubeletHasNoDiskPressure",
-                       "kubelet has no disk pressure", at),
-            _condition("PIDPressure", "False", "KubeletHasSufficientPID",
-                       "kubelet has sufficient PID available", at),
-            _condition("Ready", "True", "KubeletReady",
-                       "fakenrt: simulated kubelet is posting ready status", at),
-        ],  # fmt: skip
+            _condition(
+                "MemoryPressure",
+                "False",
+                "KubeletHasSufficientMemory",
+                "kubelet has sufficient memory available",
+                at,
+            ),
+            _condition(
+                "DiskPressure",
+                "False",
+                "KubeletHasNoDiskPressure",
+                "kubelet has no disk pressure",
+                at,
+            ),
+            _condition(
+                "PIDPressure",
+                "False",
+                "KubeletHasSufficientPID",
+                "kubelet has sufficient PID available",
+                at,
+            ),
+            _condition(
+                "Ready",
+                "True",
+                "KubeletReady",
+                "fakenrt: simulated kubelet is posting ready status",
+                at,
+            ),
+        ],
         "addresses": [
             {"type": "InternalIP", "address": identity.internal_ip},
             {"type": "Hostname", "address": profile.name},
@@ -143,9 +163,7 @@ def node_status(profile: NodeProfile, identity: NodeIdentity, *, at: float) -> d
     }
 
 
-def lease_object(
-    node: str, node_uid: str | None, *, at: float, duration_s: int
-) -> dict[str, Any]:
+def lease_object(node: str, node_uid: str | None, *, at: float, duration_s: int) -> dict[str, Any]:
     """The node's Lease in kube-node-lease (owned by the Node, so it goes with it)."""
     meta: dict[str, Any] = {"name": node, "namespace": LEASE_NAMESPACE}
     if node_uid:

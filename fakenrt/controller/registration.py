@@ -9,6 +9,7 @@ with their Lease and NodeResourceTopology.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -90,10 +91,8 @@ def remove_nodes(kube: KubeClient, *, controller: str) -> list[str]:
         if not is_owned(meta.get("labels"), controller):
             continue
         for target in (nrt_path(name), lease_path(name)):
-            try:
+            with contextlib.suppress(NotFound):
                 kube.delete(target)
-            except NotFound:
-                pass
         try:
             kube.delete(
                 path("api", "v1", "nodes", name), {"preconditions": {"uid": meta.get("uid")}}

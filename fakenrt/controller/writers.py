@@ -15,6 +15,7 @@ the way the kubelet (or NFD / RTE for NRT objects) would:
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -105,18 +106,15 @@ def record_event(kube: KubeClient, effect: RecordPodEvent) -> None:
         "eventTime": None,
         "count": 1,
     }
-    try:
+    # NotFound: the namespace is being deleted; Conflict: this event was recorded already.
+    with contextlib.suppress(NotFound, Conflict):
         kube.create(path("api", "v1", "namespaces", effect.namespace, "events"), body)
-    except (NotFound, Conflict):
-        pass  # namespace being deleted, or the same event already recorded
 
 
 def delete_pod(kube: KubeClient, effect: DeletePod) -> None:
     body = {"gracePeriodSeconds": 0, "preconditions": {"uid": effect.uid}}
-    try:
+    with contextlib.suppress(NotFound, Conflict):
         kube.delete(pod_path(effect.namespace, effect.name), body)
-    except (NotFound, Conflict):
-        pass
 
 
 def renew_lease(kube: KubeClient, effect: RenewLease, *, node_uid: str, duration_s: int) -> None:
@@ -215,9 +213,7 @@ class NrtWriter:
         raise Conflict(409, f"NodeResourceTopology {node}: still conflicting after retries")
 
     def delete(self, node: str) -> None:
-        try:
+        with contextlib.suppress(NotFound):
             self._kube.delete(nrt_path(node))
-        except NotFound:
-            pass
         with self._lock:
             self._versions.pop(node, None)

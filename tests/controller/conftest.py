@@ -40,7 +40,9 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def two_numa_profile(name: str, *, policy: str = "single-numa-node", gpus: int = 2) -> dict[str, object]:
+def two_numa_profile(
+    name: str, *, policy: str = "single-numa-node", gpus: int = 2
+) -> dict[str, object]:
     """A 2-zone node: 4 CPUs, 8Gi and ``gpus`` GPUs per zone, no reserved CPUs."""
     return {
         "name": name,

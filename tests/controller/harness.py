@@ -68,7 +68,9 @@ def create_pod(kube: KubeClient, manifest: dict[str, Any]) -> dict[str, Any]:
     return kube.create(path("api", "v1", "namespaces", meta["namespace"], "pods"), body)
 
 
-def phase_of(kube: KubeClient, namespace: str, name: str, phase: str) -> Callable[[], dict[str, Any] | None]:
+def phase_of(
+    kube: KubeClient, namespace: str, name: str, phase: str
+) -> Callable[[], dict[str, Any] | None]:
     def probe() -> dict[str, Any] | None:
         pod = get_pod(kube, namespace, name)
         return pod if (pod.get("status") or {}).get("phase") == phase else None

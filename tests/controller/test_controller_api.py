@@ -3,6 +3,8 @@ and lifecycle, R3 lag (driven by an injected clock), restart recovery, ownership
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 from kubernetes import client
 
@@ -39,7 +41,7 @@ def test_r1_nodes_leases_and_nrt(kube: KubeClient) -> None:
             node = kube.get(path("api", "v1", "nodes", p.name))
             assert node["metadata"]["labels"][FAKE_NODE_LABEL] == "true"
             assert node["metadata"]["labels"][CONTROLLER_LABEL] == "fakenrt-test"
-            nrt = wait_for(lambda p=p: get_nrt(kube, p.name), what="NRT")
+            nrt = wait_for(partial(get_nrt, kube, p.name), what="NRT")
             assert [z["name"] for z in nrt["zones"]] == ["node-0", "node-1"]
             assert {z["type"] for z in nrt["zones"]} == {"Node"}
             attrs = {a["name"]: a["value"] for a in nrt["attributes"]}
@@ -47,7 +49,7 @@ def test_r1_nodes_leases_and_nrt(kube: KubeClient) -> None:
             assert attrs["nodeTopologyPodsFingerprintMethod"] == "with-exclusive-resources"
             assert nrt["topologyPolicies"] == ["SingleNUMANodeContainerLevel"]
             assert nrt["metadata"]["ownerReferences"][0]["uid"] == ctl.node_uids[p.name]
-            lease = wait_for(lambda p=p: kube.get(lease_path(p.name)), what="lease")
+            lease = wait_for(partial(kube.get, lease_path(p.name)), what="lease")
             assert lease["spec"]["holderIdentity"] == p.name
 
 
@@ -72,9 +74,11 @@ def test_r2_admission_rejection_and_deletion(
             "Pod was rejected: Resources cannot be allocated with Topology locality"
         )
         events = wait_for(
-            lambda: client.CoreV1Api(api_client)
-            .list_namespaced_event(namespace, field_selector="involvedObject.name=toobig")
-            .items,
+            lambda: (
+                client.CoreV1Api(api_client)
+                .list_namespaced_event(namespace, field_selector="involvedObject.name=toobig")
+                .items
+            ),
             what="event",
         )
         assert [(e.type, e.reason) for e in events] == [("Warning", "TopologyAffinityError")]
@@ -107,7 +111,7 @@ def test_r3_lag_nrt_unchanged_before_the_delay(kube: KubeClient, namespace: str)
         assert ctl.executor is not None and ctl.executor.wait_idle(10)
         clock.advance(29.9)
         ctl.wake()
-        wait_for(lambda: ctl.inbox.empty(), what="loop turn")
+        wait_for(ctl.inbox.empty, what="loop turn")
         assert ctl.executor.wait_idle(10)
         assert cpus_available(kube, node) == FULL  # the allocation is not visible yet
         clock.advance(5.2)  # past delay + the largest jitter

@@ -99,7 +99,9 @@ def test_whole_node_misfit_is_rejected_with_the_kubelet_reason(clock: ManualCloc
     effects = f.pod_event("ADDED", pod("wide", NODE, cpu="20", guaranteed=False))
     (patch,) = of(effects, PatchPodStatus)
     assert patch.status["phase"] == "Failed" and patch.status["reason"] == "OutOfcpu"
-    assert patch.status["message"].startswith("Pod was rejected: Node didn't have enough resource: cpu")
+    assert patch.status["message"].startswith(
+        "Pod was rejected: Node didn't have enough resource: cpu"
+    )
 
 
 def test_bind_order_decides_who_gets_the_last_zone(clock: ManualClock) -> None:
@@ -113,10 +115,14 @@ def test_bind_order_decides_who_gets_the_last_zone(clock: ManualClock) -> None:
 
 def test_start_delay_then_completion_releases(clock: ManualClock) -> None:
     f = started(fleet(clock, start_delay=2.0))
-    effects = f.pod_event("ADDED", pod("j", NODE, cpu="2", annotations={RUN_DURATION_ANNOTATION: "1m"}))
+    effects = f.pod_event(
+        "ADDED", pod("j", NODE, cpu="2", annotations={RUN_DURATION_ANNOTATION: "1m"})
+    )
     (pending,) = of(effects, PatchPodStatus)
     assert pending.status["phase"] == "Pending"
-    assert pending.status["containerStatuses"][0]["state"]["waiting"]["reason"] == "ContainerCreating"
+    assert (
+        pending.status["containerStatuses"][0]["state"]["waiting"]["reason"] == "ContainerCreating"
+    )
     f.advance()
     clock.advance(1.9)
     assert of(f.advance(), PatchPodStatus) == []
@@ -172,18 +178,20 @@ def test_seed_reproduces_every_effect(clock: ManualClock) -> None:
             out += f.pod_event("ADDED", pod(f"p{i}", NODE, cpu="1", uid=f"u{i}"))
             c.advance(0.7)
             out += f.advance()
-        times = []
+        times: list[float] = []
         while f.next_due() is not None and len(times) < 20:
-            c.now = f.next_due()  # type: ignore[assignment]
+            c.now = f.next_due() or 0.0
             times.append(c.now)
             out += f.advance()
-        return out + [PublishNrt("times", {"t": times})]
+        return [*out, PublishNrt("times", {"t": times})]
 
     assert run(11) == run(11)
     assert run(11) != run(12)
 
 
-def _as_api_sees_it(f: Fleet, manifests: list[dict[str, Any]], effects: list[Effect]) -> list[dict[str, Any]]:
+def _as_api_sees_it(
+    f: Fleet, manifests: list[dict[str, Any]], effects: list[Effect]
+) -> list[dict[str, Any]]:
     """Apply the status patches to the manifests, as the API server would."""
     by_uid = {m["metadata"]["uid"]: m for m in manifests}
     for e in effects:
@@ -196,7 +204,9 @@ def _as_api_sees_it(f: Fleet, manifests: list[dict[str, Any]], effects: list[Eff
 
 def test_restart_readmits_in_original_order_without_double_allocation(clock: ManualClock) -> None:
     f1 = started(fleet(clock))
-    manifests = [pod(f"p{i}", NODE, cpu="2", gpus=1, created=f"2027-01-01T00:00:0{9 - i}Z") for i in range(4)]
+    manifests = [
+        pod(f"p{i}", NODE, cpu="2", gpus=1, created=f"2027-01-01T00:00:0{9 - i}Z") for i in range(4)
+    ]
     effects: list[Effect] = []
     for m in manifests:  # bind order differs from creation order on purpose
         effects += f1.pod_event("ADDED", m)
@@ -246,7 +256,9 @@ def test_pods_of_other_nodes_are_ignored(clock: ManualClock) -> None:
     assert f.pod_event("ADDED", pod("x", "someone-else", cpu="1")) == []
 
 
-@pytest.mark.parametrize("value", [pytest.param("soon", id="word"), pytest.param("-1s", id="negative")])
+@pytest.mark.parametrize(
+    "value", [pytest.param("soon", id="word"), pytest.param("-1s", id="negative")]
+)
 def test_invalid_run_duration_is_reported_and_the_pod_keeps_running(
     clock: ManualClock, value: str
 ) -> None:

@@ -17,8 +17,8 @@ from fakenrt.controller.nodeobjects import (
     NodeIdentity,
 )
 from fakenrt.controller.registration import register_nodes, remove_nodes
-from tests.controlplane.helpers import create_fake_node
 from tests.controller.conftest import make_profiles, two_numa_profile, unique
+from tests.controlplane.helpers import create_fake_node
 
 pytestmark = pytest.mark.controlplane
 
@@ -27,7 +27,9 @@ def _node(kube: KubeClient, name: str) -> dict[str, Any]:
     return kube.get(path("api", "v1", "nodes", name))
 
 
-@pytest.mark.parametrize("taint", [pytest.param(True, id="tainted"), pytest.param(False, id="untainted")])
+@pytest.mark.parametrize(
+    "taint", [pytest.param(True, id="tainted"), pytest.param(False, id="untainted")]
+)
 def test_creates_owned_nodes_with_capacity_status_and_taint(kube: KubeClient, taint: bool) -> None:
     controller = unique("ctl")
     profiles = make_profiles(two_numa_profile(unique("fake"), gpus=3))
@@ -39,7 +41,9 @@ def test_creates_owned_nodes_with_capacity_status_and_taint(kube: KubeClient, ta
     labels = node["metadata"]["labels"]
     assert labels[FAKE_NODE_LABEL] == "true" and labels[CONTROLLER_LABEL] == controller
     taints = node["spec"].get("taints", [])
-    assert taints == ([{"key": TAINT_KEY, "value": "true", "effect": "NoSchedule"}] if taint else [])
+    assert taints == (
+        [{"key": TAINT_KEY, "value": "true", "effect": "NoSchedule"}] if taint else []
+    )
     status = node["status"]
     assert status["capacity"]["nvidia.com/gpu"] == "6"
     assert status["allocatable"]["cpu"] == "8"

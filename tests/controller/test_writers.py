@@ -77,9 +77,7 @@ def test_lease_created_then_renewed(kube: KubeClient) -> None:
     assert second["spec"]["renewTime"] == "2027-01-15T08:00:10.500000Z"
 
 
-def test_pod_status_patch_respects_the_uid_precondition(
-    kube: KubeClient, namespace: str
-) -> None:
+def test_pod_status_patch_respects_the_uid_precondition(kube: KubeClient, namespace: str) -> None:
     pod = _pod(kube, namespace, "p")
     uid = pod["metadata"]["uid"]
     ok = patch_pod_status(
@@ -89,10 +87,17 @@ def test_pod_status_patch_respects_the_uid_precondition(
     after = kube.get(path("api", "v1", "namespaces", namespace, "pods", "p"))
     assert ok and after["status"]["phase"] == "Running"
     assert after["metadata"]["annotations"]["fakenrt.io/x"] == "1"
-    stale = patch_pod_status(kube, PatchPodStatus("n", namespace, "p", "other-uid", {"phase": "Failed"}))
-    gone = patch_pod_status(kube, PatchPodStatus("n", namespace, "absent", uid, {"phase": "Failed"}))
+    stale = patch_pod_status(
+        kube, PatchPodStatus("n", namespace, "p", "other-uid", {"phase": "Failed"})
+    )
+    gone = patch_pod_status(
+        kube, PatchPodStatus("n", namespace, "absent", uid, {"phase": "Failed"})
+    )
     assert not stale and not gone
-    assert kube.get(path("api", "v1", "namespaces", namespace, "pods", "p"))["status"]["phase"] == "Running"
+    assert (
+        kube.get(path("api", "v1", "namespaces", namespace, "pods", "p"))["status"]["phase"]
+        == "Running"
+    )
 
 
 def test_event_and_deletion_with_grace_zero(
