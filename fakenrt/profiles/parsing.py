@@ -153,37 +153,66 @@ class _RawZone:
     allocated: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
 
-def _parse_node(raw: Mapping[str, object], name: str) -> NodeProfile:
-    check_keys(raw, "", _NODE_KEYS, required=("name",))
-    kubelet = _parse_kubelet(raw.get("kubelet", {}))
+@dataclass(frozen=True)
+class _Layout:
+    """The zones of a node as written, and where its CPU-topology settings came from."""
+
+    zones: list[_RawZone]
+    threads: int
+    per_socket: int
+    #: Field paths to name in errors: explicit zones and shapes spell them differently.
+    count_field: str
+    threads_field: str
+    sockets_field: str
+
+
+def _read_layout(raw: Mapping[str, object]) -> _Layout:
     if "zones" in raw and "shape" in raw:
         raise FieldError("shape", "give either zones or shape, not both")
     if "zones" in raw:
-        zones = [
-            _parse_zone(z, child("zones", i)) for i, z in enumerate(sequence(raw["zones"], "zones"))
-        ]
-        if not zones:
+        listed = sequence(raw["zones"], "zones")
+        if not listed:
             raise FieldError("zones", "must list at least one NUMA zone")
+        zones = [_parse_zone(z, child("zones", i)) for i, z in enumerate(listed)]
         threads, per_socket = _parse_cpu_topology(raw.get("cpuTopology", {}))
-    elif "shape" in raw:
+        return _Layout(
+            zones,
+            threads,
+            per_socket,
+            count_field="zones",
+            threads_field="cpuTopology.threadsPerCore",
+            sockets_field="cpuTopology.numaNodesPerSocket",
+        )
+    if "shape" in raw:
         if "cpuTopology" in raw:
             raise FieldError(
                 "cpuTopology", "with shape, give threadsPerCore and numaNodesPerSocket in shape"
             )
         zones, threads, per_socket = _expand_shape(raw["shape"])
-    else:
-        raise FieldError("zones", "is required (or give a shape)")
+        return _Layout(
+            zones,
+            threads,
+            per_socket,
+            count_field="shape.numaNodes",
+            threads_field="shape.threadsPerCore",
+            sockets_field="shape.numaNodesPerSocket",
+        )
+    raise FieldError("zones", "is required (or give a shape)")
 
-    zones = _check_zone_ids(zones)
-    count_field = "zones" if "zones" in raw else "shape.numaNodes"
-    if per_socket > 1 and len(zones) % per_socket:
+
+def _parse_node(raw: Mapping[str, object], name: str) -> NodeProfile:
+    check_keys(raw, "", _NODE_KEYS, required=("name",))
+    kubelet = _parse_kubelet(raw.get("kubelet", {}))
+    layout = _read_layout(raw)
+    zones = _check_zone_ids(layout.zones)
+    if len(zones) % layout.per_socket:
         raise FieldError(
-            "cpuTopology.numaNodesPerSocket" if "zones" in raw else "shape.numaNodesPerSocket",
-            f"{len(zones)} NUMA nodes cannot be grouped into sockets of {per_socket}",
+            layout.sockets_field,
+            f"{len(zones)} NUMA nodes cannot be grouped into sockets of {layout.per_socket}",
         )
     _check_cpu_overlap(zones)
     _check_distances(zones)
-    _check_numa_count(kubelet, len(zones), count_field)
+    _check_numa_count(kubelet, len(zones), layout.count_field)
     all_cpus = frozenset().union(*(z.cpus for z in zones))
     if not kubelet.reserved_cpus <= all_cpus:
         raise FieldError(
@@ -192,18 +221,16 @@ def _parse_node(raw: Mapping[str, object], name: str) -> NodeProfile:
         )
     for zone in zones:
         try:
-            split_cores(zone.cpus, threads)
+            split_cores(zone.cpus, layout.threads)
         except ValueError as exc:
-            threads_field = (
-                "cpuTopology.threadsPerCore" if "zones" in raw else "shape.threadsPerCore"
-            )
-            raise FieldError(child(zone.where, "cpus"), f"{exc} ({threads_field})") from None
+            raise FieldError(child(zone.where, "cpus"), f"{exc} ({layout.threads_field})") from None
 
+    # device ids are generated node-wide: zones in id order, then no-affinity devices
     node_specs = parse_device_map(raw.get("devices", {}), "devices")
-    device_sets = assign_ids([spec for z in zones for spec in z.devices] + node_specs)
+    device_sets = iter(assign_ids([spec for z in zones for spec in z.devices] + node_specs))
     built_zones = []
     for zone in zones:
-        zone_sets = {spec.resource: device_sets.pop(0) for spec in zone.devices}
+        zone_sets = {spec.resource: next(device_sets) for spec in zone.devices}
         built = Zone(
             id=zone.id,
             cpus=zone.cpus,
@@ -215,7 +242,7 @@ def _parse_node(raw: Mapping[str, object], name: str) -> NodeProfile:
         )
         _check_allocated(zone, built, kubelet.reserved_cpus)
         built_zones.append(built)
-    node_devices = {spec.resource: device_sets.pop(0) for spec in node_specs}
+    node_devices = {spec.resource: next(device_sets) for spec in node_specs}
 
     return NodeProfile(
         name=name,
@@ -224,8 +251,8 @@ def _parse_node(raw: Mapping[str, object], name: str) -> NodeProfile:
         devices=dict(sorted(node_devices.items())),
         cpu_topology=zones_topology(
             [(z.id, z.cpus) for z in zones],
-            threads_per_core=threads,
-            numa_nodes_per_socket=per_socket,
+            threads_per_core=layout.threads,
+            numa_nodes_per_socket=layout.per_socket,
         ),
         labels=_parse_labels(raw.get("labels", {})),
         max_pods=integer(raw.get("maxPods", DEFAULT_MAX_PODS), "maxPods", minimum=1),
