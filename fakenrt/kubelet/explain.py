@@ -87,6 +87,8 @@ def _why(report: HintReport, policy: str) -> str:
         wanting = [r for r, hs in providers.items() if not (len(hs) == 1 and hs[0].numa is None)]
         if not wanting:
             return "no resource has a NUMA preference"
+        if len(wanting) == 1:
+            return f"{wanting[0]} prefers {numa_set(report.best.numa)}"
         return f"{', '.join(wanting)} all prefer {numa_set(report.best.numa)}"
     impossible = [
         r
