@@ -30,3 +30,6 @@ main.add_command(controller)
 from fakenrt.commands.kubelet import kubelet  # noqa: E402
 
 main.add_command(kubelet)
+from fakenrt.commands.demo import demo  # noqa: E402
+
+main.add_command(demo)
