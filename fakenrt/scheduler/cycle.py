@@ -161,7 +161,11 @@ class SchedulingCycle:
             return
         books = self.books[decision.node]
         for name, value in decision.requests.items():
-            books.requested[name] = books.requested.get(name, Decimal(0)) + sign * value
+            total = books.requested.get(name, Decimal(0)) + sign * value
+            if total:
+                books.requested[name] = total
+            else:
+                books.requested.pop(name, None)
         books.pods += sign
         if books.ledger is not None:
             if sign > 0:
