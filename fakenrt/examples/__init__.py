@@ -1,0 +1,1 @@
+"""Bundled example profiles and pods (package data, read with importlib.resources)."""
