@@ -142,10 +142,11 @@ class Reconciler:
             self._run(report)
         finally:
             report.api_ok = report.api_ok and self._cache.connected
-            self._health.record_pass(podresources_ok=report.podresources_ok, api_ok=report.api_ok)
             self._metrics.podresources_up.set(1 if report.podresources_ok else 0)
             self._metrics.apiserver_up.set(1 if self._cache.connected else 0)
             self._metrics.reconcile_duration.observe(self._clock() - started)
+            # last: a probe that sees the new readiness also sees the metrics above
+            self._health.record_pass(podresources_ok=report.podresources_ok, api_ok=report.api_ok)
         return report
 
     def _run(self, report: PassReport) -> None:

@@ -291,3 +291,20 @@ def test_exporter_patches_pass_the_policy(  # noqa: PLR0917 - pytest fixtures
         OBSERVED_MEMORY_GROUPS: "[]",
     }
     sa.close()
+
+
+def test_daemonset_and_namespace_pass_server_side_validation(
+    api_client: client.ApiClient, installed: str
+) -> None:
+    docs = {
+        d["kind"]: d
+        for name in ("daemonset.yaml", "namespace.yaml", "serviceaccount.yaml")
+        for d in yaml.safe_load_all((MANIFESTS / name).read_text())
+        if d
+    }
+    client.AppsV1Api(api_client).create_namespaced_daemon_set(
+        NAMESPACE, docs["DaemonSet"], dry_run="All"
+    )
+    namespace = dict(docs["Namespace"])
+    namespace["metadata"] = {**namespace["metadata"], "name": f"ns-{uuid.uuid4().hex[:6]}"}
+    client.CoreV1Api(api_client).create_namespace(namespace, dry_run="All")
