@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+import urllib3
 from kubernetes import client
 
 from exporter.annotations import PREDICTED_PLACEMENT
@@ -195,7 +196,12 @@ class KubeCluster:
 
 
 def watch_pods(
-    api: client.ApiClient, scheduler_name: str, wake: threading.Event, stop: threading.Event
+    api: client.ApiClient,
+    scheduler_name: str,
+    wake: threading.Event,
+    stop: threading.Event,
+    *,
+    timeout_seconds: int = 30,
 ) -> None:
     """Set ``wake`` whenever a pod for ``scheduler_name`` changes, until ``stop`` is set
     (run in a daemon thread). Watch errors are logged and the watch restarted."""
@@ -208,12 +214,12 @@ def watch_pods(
             for _ in w.stream(
                 core.list_pod_for_all_namespaces,
                 field_selector=f"spec.schedulerName={scheduler_name}",
-                timeout_seconds=30,
+                timeout_seconds=timeout_seconds,
             ):
                 wake.set()
                 if stop.is_set():
                     break
-        except (client.ApiException, OSError, ValueError) as exc:
+        except (client.ApiException, OSError, ValueError, urllib3.exceptions.HTTPError) as exc:
             log.debug("pod watch restarting: %s", exc)
             stop.wait(1.0)
         finally:

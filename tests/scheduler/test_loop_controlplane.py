@@ -1,0 +1,295 @@
+"""The scheduler loop against the real API server: binds through pods/binding, writes the
+predicted placement, reconstructs from observed placements, records events, counts
+TopologyAffinityErrors."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from kubernetes import client
+from prometheus_client import CollectorRegistry
+
+from exporter.annotations import OBSERVED_PLACEMENT, PREDICTED_PLACEMENT, parse_placement
+from fakenrt.scheduler.args import PluginArgs
+from fakenrt.scheduler.backoff import Backoff
+from fakenrt.scheduler.kube import KubeCluster, watch_pods
+from fakenrt.scheduler.loop import Scheduler
+from fakenrt.scheduler.metrics import SchedulerMetrics
+from fakenrt.scheduler.nrt import NRT_GROUP, NRT_PLURAL, NRT_VERSION
+from fakenrt.scheduler.plugin import NumaPlugin
+from tests.controlplane.helpers import create_fake_node
+from tests.scheduler.builders import GI, GPU, nrt_object
+
+pytestmark = pytest.mark.controlplane
+
+
+@dataclass
+class FakeClock:
+    now: float = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class Env:
+    api: client.ApiClient
+    namespace: str
+    label: str
+    scheduler_name: str
+    clock: FakeClock = field(default_factory=FakeClock)
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    nodes: list[str] = field(default_factory=list)
+    _metrics: SchedulerMetrics | None = None
+
+    @property
+    def core(self) -> client.CoreV1Api:
+        return client.CoreV1Api(self.api)
+
+    def node(
+        self, suffix: str, zones: list[dict[str, Any]], policy: str = "single-numa-node"
+    ) -> str:
+        name = f"{self.label}-{suffix}"
+        capacity: dict[str, int] = {}
+        for zone in zones:
+            for r, v in zone["capacity"].items():
+                capacity[r] = capacity.get(r, 0) + v
+        capacity["pods"] = 110
+        create_fake_node(
+            self.api,
+            name,
+            labels={"numa-test": self.label},
+            capacity={k: str(v) for k, v in capacity.items()},
+        )
+        self.nodes.append(name)
+        client.CustomObjectsApi(self.api).create_cluster_custom_object(
+            NRT_GROUP,
+            NRT_VERSION,
+            NRT_PLURAL,
+            nrt_object(name, zones, policy=policy, scope="container"),
+        )
+        return name
+
+    def pod(
+        self,
+        name: str,
+        *,
+        cpu: int,
+        gpu: int = 0,
+        node: str | None = None,
+        annotations: dict[str, str] | None = None,
+        scheduler: str | None = None,
+    ) -> None:
+        limits = {"cpu": str(cpu), "memory": "1Gi"}
+        if gpu:
+            limits[GPU] = str(gpu)
+        spec: dict[str, Any] = {
+            "schedulerName": scheduler or self.scheduler_name,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.k8s.io/pause:3.9",
+                    "resources": {"limits": limits},
+                }
+            ],
+        }
+        if node:
+            spec["nodeName"] = node
+        self.core.create_namespaced_pod(
+            self.namespace,
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "annotations": annotations or {}},
+                "spec": spec,
+            },
+        )
+
+    def read(self, name: str) -> Any:
+        return self.core.read_namespaced_pod(name, self.namespace)
+
+    def scheduler(self, args: PluginArgs | None = None) -> Scheduler:
+        return Scheduler(
+            cluster=KubeCluster(
+                self.api,
+                scheduler_name=self.scheduler_name,
+                node_selector=f"numa-test={self.label}",
+            ),
+            plugin=NumaPlugin(args),
+            scheduler_name=self.scheduler_name,
+            metrics=self.metrics,
+            clock=self.clock,
+            backoff=Backoff(initial=5.0, maximum=20.0),
+        )
+
+    @property
+    def metrics(self) -> SchedulerMetrics:
+        if self._metrics is None:
+            self._metrics = SchedulerMetrics(self.registry)
+        return self._metrics
+
+    def metric(self, name: str, **labels: str) -> float:
+        value = self.registry.get_sample_value(name, labels or None)
+        return 0.0 if value is None else value
+
+
+@pytest.fixture
+def env(api_client: client.ApiClient, nrt_crd: list[str], namespace: str) -> Iterator[Env]:
+    label = f"sched-{uuid.uuid4().hex[:8]}"
+    e = Env(api=api_client, namespace=namespace, label=label, scheduler_name=f"numa-{label}")
+    yield e
+    custom = client.CustomObjectsApi(api_client)
+    for name in e.nodes:
+        _ignore_missing(
+            custom.delete_cluster_custom_object, NRT_GROUP, NRT_VERSION, NRT_PLURAL, name
+        )
+        _ignore_missing(e.core.delete_node, name)
+
+
+def _ignore_missing(call: Any, *args: str) -> None:
+    try:
+        call(*args)
+    except client.ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+GPU_ZONE = {"capacity": {"cpu": 16, GPU: 4, "memory": 64 * GI}}
+ONE_GPU_ZONE = {"capacity": {"cpu": 16, GPU: 1, "memory": 64 * GI}}
+
+
+def test_binds_and_writes_predicted_placement(env: Env) -> None:
+    split = env.node("split", [ONE_GPU_ZONE, ONE_GPU_ZONE])
+    good = env.node("good", [GPU_ZONE, GPU_ZONE])
+    env.pod("train", cpu=4, gpu=2)
+    report = env.scheduler().run_cycle()
+    assert report.bound == {f"{env.namespace}/train": good}
+    pod = env.read("train")
+    assert pod.spec.node_name == good
+    placement = parse_placement(pod.metadata.annotations[PREDICTED_PLACEMENT])
+    assert [(z.numa_id, dict(z.amounts)) for z in placement] == [
+        (0, {"cpu": 4, "memory": GI, GPU: 2})
+    ]
+    assert env.metric("numa_scheduler_binds_total") == 1
+    assert env.metric("numa_scheduler_filter_rejections_total", reason="single-numa-node") == 1
+    assert env.metric("numa_scheduler_bind_latency_seconds_count") == 1
+    assert split  # the split node was considered and rejected
+
+
+def test_observed_placement_steers_the_next_pod(env: Env) -> None:
+    node = env.node("n", [GPU_ZONE, GPU_ZONE])
+    observed = '[{"zone":"node-0","amount":{"cpu":"8","nvidia.com/gpu":"4"}}]'
+    stale_prediction = '[{"zone":"node-1","amount":{"cpu":"8","nvidia.com/gpu":"4"}}]'
+    env.pod(
+        "running",
+        cpu=8,
+        gpu=4,
+        node=node,
+        scheduler="default-scheduler",
+        annotations={OBSERVED_PLACEMENT: observed, PREDICTED_PLACEMENT: stale_prediction},
+    )
+    env.pod("next", cpu=4, gpu=2)
+    assert env.scheduler().run_cycle().bound == {f"{env.namespace}/next": node}
+    placement = parse_placement(env.read("next").metadata.annotations[PREDICTED_PLACEMENT])
+    assert [z.numa_id for z in placement] == [1]
+
+
+def test_in_cycle_reservation_places_exactly_two_of_three(env: Env) -> None:
+    node = env.node("n", [{"capacity": {"cpu": 4, "memory": 16 * GI}}] * 2)
+    for name, cores in (("a", 3), ("b", 3), ("c", 2)):
+        env.pod(name, cpu=cores)  # same-second creations are ordered by name: a, b, c
+    report = env.scheduler().run_cycle()
+    ns = env.namespace
+    assert report.bound == {f"{ns}/a": node, f"{ns}/b": node}
+    assert list(report.unschedulable) == [f"{ns}/c"]
+    zones = {
+        name: [
+            z.numa_id
+            for z in parse_placement(env.read(name).metadata.annotations[PREDICTED_PLACEMENT])
+        ]
+        for name in ("a", "b")
+    }
+    assert zones == {"a": [0], "b": [1]}
+    # Next cycle reconstructs from the predicted annotations and still refuses c.
+    env.clock.now += 60
+    again = env.scheduler().run_cycle()
+    assert again.bound == {}
+    assert list(again.unschedulable) == [f"{ns}/c"]
+
+
+def test_fits_nowhere_is_never_bound_gets_an_event_and_backs_off(env: Env) -> None:
+    env.node("n", [GPU_ZONE, GPU_ZONE])
+    env.pod("huge", cpu=2, gpu=8)
+    sched = env.scheduler()
+    first = sched.run_cycle()
+    key = f"{env.namespace}/huge"
+    assert key in first.unschedulable
+    assert "single-numa-node" in first.unschedulable[key]
+    assert env.read("huge").spec.node_name is None
+    events = env.core.list_namespaced_event(
+        env.namespace, field_selector="involvedObject.name=huge"
+    ).items
+    assert [(e.reason, e.type) for e in events] == [("FailedScheduling", "Warning")]
+    assert events[0].message == first.unschedulable[key]
+    assert "nvidia.com/gpu: 8 needs 2 NUMA zones by capacity" in events[0].message
+    assert sched.run_cycle().deferred == (key,)  # backoff: no retry at the same instant
+    env.clock.now += 5
+    assert key in sched.run_cycle().unschedulable
+    assert env.metric("numa_scheduler_unschedulable_attempts_total") == 2
+    assert env.read("huge").spec.node_name is None
+
+
+def test_topology_affinity_errors_are_counted_once(env: Env) -> None:
+    node = env.node("n", [GPU_ZONE])
+    env.pod("rejected", cpu=1, node=node)
+    env.core.patch_namespaced_pod_status(
+        "rejected",
+        env.namespace,
+        {
+            "status": {
+                "phase": "Failed",
+                "reason": "TopologyAffinityError",
+                "message": "Pod was rejected: Resources cannot be allocated with Topology locality",
+            }
+        },
+    )
+    sched = env.scheduler()
+    assert sched.run_cycle().topology_affinity_errors == (f"{env.namespace}/rejected",)
+    assert sched.run_cycle().topology_affinity_errors == ()
+    assert env.metric("numa_scheduler_topology_affinity_errors_total") == 1
+
+
+def test_running_loop_binds_a_new_pod_promptly(env: Env) -> None:
+    node = env.node("n", [GPU_ZONE, GPU_ZONE])
+    sched = env.scheduler()
+    sched.clock = time.monotonic
+    stop, wake = threading.Event(), threading.Event()
+    watcher = threading.Thread(
+        target=watch_pods,
+        args=(env.api, env.scheduler_name, wake, stop),
+        kwargs={"timeout_seconds": 2},
+        daemon=True,
+    )
+    loop = threading.Thread(target=sched.run, args=(stop,), kwargs={"period": 5.0, "wake": wake})
+    watcher.start()
+    loop.start()
+    try:
+        env.pod("late", cpu=2, gpu=1)
+        deadline = time.monotonic() + 20
+        while env.read("late").spec.node_name is None:
+            assert time.monotonic() < deadline, "pod not bound in time"
+            time.sleep(0.1)
+        assert env.read("late").spec.node_name == node
+    finally:
+        stop.set()
+        wake.set()
+        loop.join(timeout=15)
+        watcher.join(timeout=15)
+    assert not loop.is_alive()
+    assert not watcher.is_alive()
