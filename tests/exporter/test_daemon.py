@@ -187,10 +187,14 @@ def test_kubelet_restart_mid_run(make_daemon: Callable[..., Daemon]) -> None:
     d.fake.set_pods([d.report(s.CPU_ONLY)])
     create_pod(d.api, d.namespace, "cpu-only", node=d.node)
     wait_until(d.annotated("cpu-only", CPU_ONLY), what="annotated")
+    wait_until(lambda: d.readyz() == (200, "ok"), what="ready")
     allocatable_calls = d.fake.calls["GetAllocatableResources"]
 
     d.fake.stop()
-    wait_until(lambda: d.readyz()[0] == 503, what="not ready while the kubelet is down")
+    wait_until(
+        lambda: d.readyz() == (503, "not reached in the last 3 passes: kubelet podresources"),
+        what="not ready while the kubelet is down",
+    )
     assert d.metric("numa_exporter_podresources_up") == 0
     create_pod(d.api, d.namespace, "gpu-cpu", node=d.node)
     d.fake.set_pods([d.report(s.CPU_ONLY), d.report(s.GPU_AND_CPU)])
@@ -219,7 +223,10 @@ def test_call_exceeding_its_deadline(make_daemon: Callable[..., Daemon]) -> None
         ),
         what="List deadline errors",
     )
-    wait_until(lambda: d.readyz()[0] == 503, what="not ready")
+    wait_until(
+        lambda: d.readyz() == (503, "not reached in the last 3 passes: kubelet podresources"),
+        what="not ready",
+    )
     assert annotations_of(d.api, d.namespace, "cpu-only") == {}
 
     d.fake.delay_s = 0.0
