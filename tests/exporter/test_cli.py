@@ -1,0 +1,151 @@
+"""``numa-exporter observe`` and the option checks of ``numa-exporter run``."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from kubernetes import client
+
+from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
+from exporter.cli import main
+from exporter.resources import AllocatableResources, MemoryBlock
+from tests.controlplane.cluster import ControlPlane
+from tests.exporter import scenarios as s
+from tests.exporter.fake_podresources import FakePodResources
+from tests.exporter.kube_helpers import GUARANTEED, create_pod
+
+
+def _observe(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["observe", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_observe_without_api_server(fake_kubelet: FakePodResources, sysfs_root: Path) -> None:
+    fake_kubelet.set_pods([s.CPU_ONLY, s.MULTI_NUMA_GROUP, s.NO_TOPOLOGY_DEVICE])
+    code, out, err = _observe(
+        "--podresources-socket", str(fake_kubelet.socket_path),
+        "--sysfs-root", str(sysfs_root), "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out) == {
+        "default/cpu-only": {
+            OBSERVED_PLACEMENT: '[{"zone":"node-0","amount":{"cpu":"4"}}]',
+            OBSERVED_MEMORY_GROUPS: "[]",
+        },
+        "default/group": {
+            OBSERVED_PLACEMENT: '[{"zone":"node-0","amount":{"cpu":"1"}},'
+            '{"zone":"node-1","amount":{"memory":"1073741824"}}]',
+            OBSERVED_MEMORY_GROUPS: '[{"memoryNodes":["node-0","node-1"],'
+            '"amount":{"memory":"10737418240"}},'
+            '{"memoryNodes":["node-1"],"amount":{"memory":"1073741824"}}]',
+        },
+        "default/no-topology": {OBSERVED_MEMORY_GROUPS: "[]"},
+    }
+
+
+@pytest.mark.parametrize("get_implemented", [True, False], ids=["get", "get-unimplemented"])
+def test_observe_one_pod(
+    fake_kubelet: FakePodResources, sysfs_root: Path, get_implemented: bool
+) -> None:
+    fake_kubelet.set_pods([s.CPU_ONLY, s.GPU_AND_CPU])
+    fake_kubelet.get_implemented = get_implemented
+    code, out, err = _observe(
+        "--podresources-socket", str(fake_kubelet.socket_path),
+        "--sysfs-root", str(sysfs_root), "--pod", "default/gpu-cpu", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    assert list(json.loads(out)) == ["default/gpu-cpu"]
+    assert fake_kubelet.calls["Get"] == 1
+    assert fake_kubelet.calls["List"] == (0 if get_implemented else 1)
+
+
+@pytest.mark.controlplane
+def test_observe_with_kubeconfig_judges_completeness_from_the_pod_spec(
+    control_plane: ControlPlane,
+    api_client: client.ApiClient,
+    namespace: str,
+    fake_kubelet: FakePodResources,
+    sysfs_root: Path,
+) -> None:
+    fake_kubelet.allocatable = AllocatableResources(memory=(MemoryBlock("memory", 1, (0,)),))
+    create_pod(api_client, namespace, "cpu-only", node="n1", containers={"main": GUARANTEED})
+    fake_kubelet.set_pods([s.pod("cpu-only", *s.CPU_ONLY.containers, namespace=namespace)])
+    code, out, err = _observe(
+        "--podresources-socket", str(fake_kubelet.socket_path),
+        "--sysfs-root", str(sysfs_root), "--kubeconfig", str(control_plane.kubeconfig),
+        "--node-name", "n1", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    # Guaranteed, static Memory Manager, no blocks reported for "main": incomplete
+    assert json.loads(out)[f"{namespace}/cpu-only"][OBSERVED_MEMORY_GROUPS] == "null"
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        pytest.param(["--sysfs-root", "/nonexistent"], "cannot list NUMA nodes", id="bad-sysfs"),
+        pytest.param(["--pod", "nameonly"], "expected NAMESPACE/NAME", id="bad-pod"),
+    ],
+)
+def test_observe_errors(
+    fake_kubelet: FakePodResources, sysfs_root: Path, args: list[str], message: str
+) -> None:
+    code, _, err = _observe(
+        "--podresources-socket", str(fake_kubelet.socket_path),
+        "--sysfs-root", str(sysfs_root), *args, "--json",
+    )  # fmt: skip
+    assert code != 0
+    assert message in err
+
+
+def test_observe_socket_absent(short_dir: Path, sysfs_root: Path) -> None:
+    code, _, err = _observe(
+        "--podresources-socket", str(short_dir / "none.sock"),
+        "--sysfs-root", str(sysfs_root), "--rpc-timeout", "1", "--json",
+    )  # fmt: skip
+    assert code == 1
+    assert "podresources List failed: UNAVAILABLE" in err
+
+
+@pytest.mark.parametrize(
+    "args,env,message",
+    [
+        pytest.param([], {}, "Missing option '--node-name'", id="node-name-required"),
+        pytest.param(
+            ["--metrics-bind-address", "8080"], {"NODE_NAME": "n"}, "not host:port", id="bad-bind"
+        ),
+        pytest.param(
+            ["--poll-interval", "0"], {"NODE_NAME": "n"}, "--poll-interval", id="bad-interval"
+        ),
+    ],
+)
+def test_run_option_errors(args: list[str], env: dict[str, str], message: str) -> None:
+    result = CliRunner().invoke(main, ["run", *args], env=env)
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    """``run`` configures the exporter's JSON logging on the runner's stderr: undo it."""
+    logger = logging.getLogger("exporter")
+    state = (list(logger.handlers), logger.level, logger.propagate)
+    yield
+    logger.handlers[:], logger.level, logger.propagate = state[0], state[1], state[2]
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_run_bad_sysfs_exits_with_the_file(tmp_path: Path, control_plane: ControlPlane) -> None:
+    result = CliRunner().invoke(
+        main,
+        ["run", "--sysfs-root", str(tmp_path), "--kubeconfig", str(control_plane.kubeconfig),
+         "--metrics-bind-address", "127.0.0.1:0"],
+        env={"NODE_NAME": "n"},
+    )  # fmt: skip
+    assert result.exit_code == 1
+    assert f"{tmp_path}/devices/system/node: cannot list NUMA nodes" in result.stderr
