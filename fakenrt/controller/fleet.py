@@ -17,13 +17,25 @@ from typing import Any
 from fakenrt.controller.effects import Effect, RenewLease, ReportNodeStatus
 from fakenrt.controller.node import PUBLISH, REFRESH, NodeModel, TimerKey
 from fakenrt.controller.nodeobjects import NodeIdentity, node_status
-from fakenrt.controller.pods import ObservedPod, observe_pod, recovery_order
+from fakenrt.controller.pods import TERMINAL_PHASES, ObservedPod, observe_pod, recovery_order
 from fakenrt.controller.settings import ControllerSettings
 from fakenrt.controller.timers import TimerQueue
 from fakenrt.profiles.model import NodeProfile
 
 LEASE, STATUS = "lease", "status"
 Clock = Callable[[], float]
+
+
+def _echo(model: NodeModel, manifest: Mapping[str, Any]) -> bool:
+    """A modification that changes nothing for the simulated kubelet (mostly the echo of
+    its own status writes): same pod, not being deleted, not newly terminal. Checked
+    without parsing the pod, which is most of the cost of a watch event."""
+    meta = manifest.get("metadata") or {}
+    tracked = model.pods.get(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
+    if tracked is None or tracked.pod.uid != meta.get("uid") or meta.get("deletionTimestamp"):
+        return False
+    phase = (manifest.get("status") or {}).get("phase")
+    return not (tracked.holds and phase in TERMINAL_PHASES)
 
 
 class Fleet:
@@ -107,6 +119,8 @@ class Fleet:
         spec = manifest.get("spec") or {}
         model = self.nodes.get(str(spec.get("nodeName") or ""))
         if model is None:
+            return []
+        if kind == "MODIFIED" and _echo(model, manifest):
             return []
         pod = observe_pod(manifest)
         now = self.clock()

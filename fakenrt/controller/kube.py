@@ -11,7 +11,7 @@ callers catch the narrow one: :class:`NotFound` (the object is gone), :class:`Co
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -171,10 +171,17 @@ class KubeClient:
             params["continue"] = token
 
     def watch(
-        self, url_path: str, *, resource_version: str, timeout_s: int, **query: str
+        self,
+        url_path: str,
+        *,
+        resource_version: str,
+        timeout_s: int,
+        on_open: Callable[[Any], None] | None = None,
+        **query: str,
     ) -> Iterator[dict[str, Any]]:
         """Stream watch events (``{"type", "object"}``) from ``resource_version`` until the
-        server ends the watch; bookmarks included. Raises Gone on an expired version."""
+        server ends the watch; bookmarks included. Raises Gone on an expired version.
+        ``on_open`` receives the open HTTP response (closing it ends the stream)."""
         params = [
             *query.items(),
             ("watch", "true"),
@@ -186,6 +193,8 @@ class KubeClient:
             "GET", url_path, query=params, timeout=(self._timeout, timeout_s + self._timeout)
         )
         raw = response.response
+        if on_open is not None:
+            on_open(raw)
         try:
             if not 200 <= response.status < 300:
                 raise _error(response.status, raw.data)

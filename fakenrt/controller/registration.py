@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from fakenrt.controller.kube import STRATEGIC_MERGE_PATCH, Conflict, KubeClient, NotFound, path
@@ -45,40 +46,61 @@ def register_nodes(
     controller: str,
     taint: bool,
     now: float,
+    workers: int = 1,
 ) -> Registration:
-    uids: dict[str, str] = {}
-    foreign: list[str] = []
-    for profile, identity in nodes:
-        desired = node_object(profile, identity, controller=controller, taint=taint)
-        node_path = path("api", "v1", "nodes", profile.name)
+    """Create or update every node (``workers`` at a time); report the foreign ones."""
+
+    def one(entry: tuple[NodeProfile, NodeIdentity]) -> tuple[str, str | None]:
+        profile, identity = entry
+        return profile.name, _register(
+            kube, profile, identity=identity, controller=controller, taint=taint, now=now
+        )
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fakenrt-register") as pool:
+        results = list(pool.map(one, nodes))
+    uids = {name: uid for name, uid in results if uid is not None}
+    foreign = tuple(name for name, uid in results if uid is None)
+    return Registration(uids, foreign)
+
+
+def _register(
+    kube: KubeClient,
+    profile: NodeProfile,
+    *,
+    identity: NodeIdentity,
+    controller: str,
+    taint: bool,
+    now: float,
+) -> str | None:
+    """The node's uid, or None when a node of that name exists and is not ours."""
+    desired = node_object(profile, identity, controller=controller, taint=taint)
+    node_path = path("api", "v1", "nodes", profile.name)
+    try:
+        current = kube.get(node_path)
+    except NotFound:
         try:
+            current = kube.create(path("api", "v1", "nodes"), desired)
+        except Conflict:
             current = kube.get(node_path)
-        except NotFound:
-            try:
-                current = kube.create(path("api", "v1", "nodes"), desired)
-            except Conflict:
-                current = kube.get(node_path)
-        labels = (current.get("metadata") or {}).get("labels")
-        if not is_owned(labels, controller):
-            log.error(
-                "node %s exists and is not owned by controller %r (labels %s); "
-                "leaving it alone and not serving this profile",
-                profile.name, controller, labels or {},
-            )  # fmt: skip
-            foreign.append(profile.name)
-            continue
-        taints = desired["spec"].get("taints", [])
-        patched = kube.patch(
-            node_path,
-            {"metadata": {"labels": node_labels(profile, controller)}, "spec": {"taints": taints}},
-        )
-        kube.patch(
-            path("api", "v1", "nodes", profile.name, "status"),
-            {"status": node_status(profile, identity, at=now)},
-            content_type=STRATEGIC_MERGE_PATCH,
-        )
-        uids[profile.name] = str(patched["metadata"]["uid"])
-    return Registration(uids, tuple(foreign))
+    labels = (current.get("metadata") or {}).get("labels")
+    if not is_owned(labels, controller):
+        log.error(
+            "node %s exists and is not owned by controller %r (labels %s); "
+            "leaving it alone and not serving this profile",
+            profile.name, controller, labels or {},
+        )  # fmt: skip
+        return None
+    taints = desired["spec"].get("taints", [])
+    patched = kube.patch(
+        node_path,
+        {"metadata": {"labels": node_labels(profile, controller)}, "spec": {"taints": taints}},
+    )
+    kube.patch(
+        path("api", "v1", "nodes", profile.name, "status"),
+        {"status": node_status(profile, identity, at=now)},
+        content_type=STRATEGIC_MERGE_PATCH,
+    )
+    return str(patched["metadata"]["uid"])
 
 
 def remove_nodes(kube: KubeClient, *, controller: str) -> list[str]:

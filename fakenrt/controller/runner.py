@@ -96,6 +96,7 @@ class Controller:
             controller=self.settings.controller,
             taint=self.settings.taint,
             now=now,
+            workers=self.options.workers,
         )
         self.foreign = registration.foreign
         self.node_uids = registration.node_uids
@@ -181,7 +182,7 @@ class Controller:
         self.stop_event.set()
         self.wake()
         if self.watcher is not None:
-            self.watcher.stop.set()
+            self.watcher.close()
         if self._thread is not None:
             self._thread.join(timeout)
         if self.executor is not None:

@@ -13,6 +13,7 @@ errors back off with jitter and retry; the thread ends when ``stop`` is set.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import random
@@ -49,6 +50,7 @@ class PodWatcher:
         self._rng = rng
         self._timeout = watch_timeout_s
         self.stop = threading.Event()
+        self._response: Any = None
         self._thread = threading.Thread(target=self._run, name="fakenrt-pod-watch", daemon=True)
 
     def start(self) -> None:
@@ -56,6 +58,20 @@ class PodWatcher:
 
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop watching: end the open stream and wait for the thread."""
+        self.stop.set()
+        response = self._response
+        if response is not None:
+            # urllib3's shutdown() unblocks a read in another thread; close() is the fallback.
+            end = getattr(response, "shutdown", None) or response.close
+            with contextlib.suppress(Exception):
+                end()
+        self._thread.join(timeout)
+
+    def _opened(self, response: Any) -> None:
+        self._response = response
 
     def _run(self) -> None:
         delay = 0.2
@@ -70,6 +86,8 @@ class PodWatcher:
                 log.info("pod watch expired; listing again")
                 self._version = ""
             except (Transient, ApiError) as exc:
+                if self.stop.is_set():
+                    return
                 log.warning("pod watch failed, retrying: %s", exc)
                 self.stop.wait(delay * (0.5 + self._rng.random()))
                 delay = min(delay * 2, 10.0)
@@ -79,6 +97,7 @@ class PodWatcher:
             path("api", "v1", "pods"),
             resource_version=self._version,
             timeout_s=self._timeout,
+            on_open=self._opened,
             fieldSelector=BOUND_PODS,
         )
         for event in events:
