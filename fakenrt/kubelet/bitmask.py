@@ -8,7 +8,8 @@ lower-numbered bits) is narrower.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
+from functools import lru_cache
 from itertools import combinations
 
 MAX_BITS = 64
@@ -21,12 +22,13 @@ class BitMaskError(ValueError):
 class BitMask:
     """An immutable set of NUMA node ids. Hashable; ``==`` compares the bits."""
 
-    __slots__ = ("_value",)
+    __slots__ = ("_bits", "_value")
 
     def __init__(self, value: int = 0) -> None:
         if value < 0 or value >= 1 << MAX_BITS:
             raise BitMaskError(f"mask value {value} does not fit 64 bits")
         self._value = value
+        self._bits: tuple[int, ...] | None = None
 
     @classmethod
     def of(cls, *bits: int) -> BitMask:
@@ -60,8 +62,10 @@ class BitMask:
 
     def bits(self) -> tuple[int, ...]:
         """The set NUMA node ids, ascending."""
-        v = self._value
-        return tuple(i for i in range(v.bit_length()) if v >> i & 1)
+        if self._bits is None:
+            v = self._value
+            self._bits = tuple(i for i in range(v.bit_length()) if v >> i & 1)
+        return self._bits
 
     def and_(self, *others: BitMask) -> BitMask:
         v = self._value
@@ -102,11 +106,17 @@ class BitMask:
         return "{" + ",".join(str(b) for b in self.bits()) + "}"
 
 
-def iterate_masks(bits: Iterable[int]) -> Iterator[BitMask]:
+def iterate_masks(bits: Iterable[int]) -> tuple[BitMask, ...]:
     """Every non-empty mask over ``bits``: all of size 1, then size 2, ... - each size in
     lexicographic order of the given bits, as ``bitmask.IterateBitMasks`` visits them.
     The count is 2^n - 1."""
-    ordered = list(bits)
-    for size in range(1, len(ordered) + 1):
-        for combo in combinations(ordered, size):
-            yield BitMask.from_bits(combo)
+    return _masks(tuple(bits))
+
+
+@lru_cache(maxsize=64)
+def _masks(ordered: tuple[int, ...]) -> tuple[BitMask, ...]:
+    return tuple(
+        BitMask.from_bits(combo)
+        for size in range(1, len(ordered) + 1)
+        for combo in combinations(ordered, size)
+    )

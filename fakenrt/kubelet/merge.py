@@ -12,12 +12,13 @@ Mirrors ``pkg/kubelet/cm/topologymanager/policy.go``:
   by distance with ``prefer-closest-numa-nodes``), and two non-preferred hints are ranked
   against ``bestNonPreferredAffinityCount`` (see :meth:`HintMerger.compare`).
 
-The cross product is not enumerated: the merged hint of a permutation only depends on
-(AND so far, the first non-nil mask, still-preferred), so the permutations are folded
-provider by provider over that small state. ``compare`` is a total order on distinct
-hints (checked case by case below), so the best of the set of merged hints equals the
-kubelet's best over its sequence. ``tests/kubelet/test_merge.py`` checks the fold against
-a literal enumeration.
+The cross product is not enumerated. ``compare`` is a total order on distinct hints
+(checked case by case below), so the kubelet's best over its sequence of merged hints is
+the best of the *set* of merged hints, and that set is cheap to describe: a preferred
+merged hint is a mask every list offers as a preferred hint (a preferred "any NUMA node"
+hint matches every mask); the non-preferred ones are the reachable ANDs. Preferred always
+beats non-preferred, so the ANDs are only computed when no preferred hint exists.
+``tests/kubelet/test_merge.py`` checks the result against a literal enumeration.
 """
 
 from __future__ import annotations
@@ -177,10 +178,46 @@ class HintMerger:
         default = self.numa.default_affinity()
         best_count = self.best_non_preferred_affinity_count
         best: TopologyHint | None = None
-        candidates = merged_candidates(default, self.lists)
+        candidates = preferred_candidates(default, self.lists)
+        if not candidates:
+            candidates = and_candidates(default, self.lists)
         for candidate in sorted(candidates, key=_sort_key):
             best = self.compare(best, candidate, best_count)
         return best if best is not None else TopologyHint(default, False)
+
+
+def preferred_candidates(
+    default: BitMask, lists: Sequence[Sequence[TopologyHint]]
+) -> set[TopologyHint]:
+    """The preferred hints among the merged hints of the cross product."""
+    if not lists:
+        return {TopologyHint(default, True)}
+    if any(not hints for hints in lists):
+        return set()
+    wild: list[bool] = []
+    offered: list[set[int]] = []
+    for hints in lists:
+        wild.append(any(h.affinity is None and h.preferred for h in hints))
+        offered.append({h.affinity.value for h in hints if h.affinity is not None and h.preferred})
+    out: set[TopologyHint] = set()
+    for mask in set().union(*offered):
+        if all(w or mask in o for w, o in zip(wild, offered, strict=True)):
+            out.add(TopologyHint(BitMask(mask & default.value), True))
+    if all(wild):
+        out.add(TopologyHint(default, True))
+    return out
+
+
+def and_candidates(default: BitMask, lists: Sequence[Sequence[TopologyHint]]) -> set[TopologyHint]:
+    """Every mask the cross product's ANDs reach, as non-preferred hints."""
+    full = default.value
+    reached = {full}
+    for hints in lists:
+        if not hints:
+            return set()
+        values = {full if h.affinity is None else h.affinity.value & full for h in hints}
+        reached = {r & v for r in reached for v in values}
+    return {TopologyHint(BitMask(v), False) for v in reached}
 
 
 def _sort_key(hint: TopologyHint) -> tuple[int, bool]:

@@ -63,13 +63,15 @@ def generate_hints(
     """``generateCPUTopologyHints``."""
     nodes = topo.numa_nodes()
     min_width = len(nodes)
+    total_per_node = {n: len(topo.numa_cpus[n]) for n in nodes}
     free_per_node = {n: len(available & topo.numa_cpus[n]) for n in nodes}
     reusable_nodes = {topo.cpus[c].numa for c in reusable}
     masks: list[BitMask] = []
     for mask in iterate_masks(nodes):
         bits = mask.bits()
-        if sum(len(topo.numa_cpus[n]) for n in bits) >= request and mask.count() < min_width:
-            min_width = mask.count()
+        width = len(bits)
+        if width < min_width and sum(total_per_node[n] for n in bits) >= request:
+            min_width = width
         if not reusable_nodes.issubset(bits):
             continue
         if len(reusable) + sum(free_per_node[n] for n in bits) < request:

@@ -20,7 +20,7 @@ node with fewer free devices first, then by id), devices in profile order.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from fakenrt.kubelet.bitmask import BitMask, iterate_masks
@@ -101,6 +101,14 @@ def pod_device_requests(pod: PodSpec, inventory: DeviceInventory) -> dict[str, i
     }
 
 
+def _count_per_node(nodes: Iterable[int | None]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for n in nodes:
+        if n is not None:
+            out[n] = out.get(n, 0) + 1
+    return out
+
+
 def generate_hints(
     inventory: DeviceInventory,
     resource: str,
@@ -109,20 +117,21 @@ def generate_hints(
     request: int,
 ) -> tuple[TopologyHint, ...]:
     """``generateDeviceTopologyHints``."""
-    all_numa = [d.numa for d in inventory.devices[resource]]
     numa_of = inventory.numa_of(resource)
-    free_numa = [numa_of[d] for d in available]
-    reused_numa = [numa_of[d] for d in reusable if numa_of[d] is not None]
+    per_node_all = _count_per_node(d.numa for d in inventory.devices[resource])
+    per_node_free = _count_per_node(numa_of[d] for d in available)
+    reused_nodes = {numa_of[d] for d in reusable if numa_of[d] is not None}
+    reused = sum(1 for d in reusable if numa_of[d] is not None)
     min_width = len(inventory.numa_nodes)
     masks: list[BitMask] = []
     for mask in iterate_masks(inventory.numa_nodes):
-        in_mask = sum(1 for n in all_numa if n is not None and mask.is_set(n))
-        if in_mask >= request and mask.count() < min_width:
-            min_width = mask.count()
-        if not all(n is not None and mask.is_set(n) for n in reused_numa):
+        bits = mask.bits()
+        width = len(bits)
+        if width < min_width and sum(per_node_all.get(n, 0) for n in bits) >= request:
+            min_width = width
+        if not reused_nodes.issubset(bits):
             continue
-        matching = len(reused_numa) + sum(1 for n in free_numa if n is not None and mask.is_set(n))
-        if matching < request:
+        if reused + sum(per_node_free.get(n, 0) for n in bits) < request:
             continue
         masks.append(mask)
     return tuple(TopologyHint(m, m.count() == min_width) for m in masks)

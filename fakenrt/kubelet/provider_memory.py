@@ -234,26 +234,32 @@ class MemoryProvider:
         """``calculateHints``: the same masks for every requested memory type."""
         min_width = len(self.nodes)
         masks: list[BitMask] = []
+        state = self.state
+        kinds = list(requested.items())
+        allocatable = {
+            n: {k: t.allocatable if (t := state[n].tables.get(k)) else 0 for k in requested}
+            for n in self.nodes
+        }
+        free = {
+            n: {k: t.free if (t := state[n].tables.get(k)) else 0 for k in requested}
+            for n in self.nodes
+        }
         for mask in iterate_masks(self.nodes):
             bits = mask.bits()
-
-            def total(kind: str, attr: str, bits: tuple[int, ...] = bits) -> int:
-                tables = (self.state[n].tables.get(kind) for n in bits)
-                return sum(getattr(t, attr) for t in tables if t is not None)
-
-            if any(total(k, "allocatable") < size for k, size in requested.items()):
+            if any(sum(allocatable[n][k] for n in bits) < size for k, size in kinds):
                 continue
-            min_width = min(min_width, mask.count())
-            if len(bits) == 1 and len(self.state[bits[0]].cells) > 1:
-                continue
-            if len(bits) > 1 and any(
-                self.state[n].assignments > 0
-                and (len(self.state[n].cells) == 1 or tuple(sorted(self.state[n].cells)) != bits)
+            min_width = min(min_width, len(bits))
+            if len(bits) == 1:
+                if len(state[bits[0]].cells) > 1:
+                    continue
+            elif any(
+                state[n].assignments > 0
+                and (len(state[n].cells) == 1 or tuple(sorted(state[n].cells)) != bits)
                 for n in bits
             ):
                 continue
             if any(
-                total(k, "free") + self._reusable(mask, k) < size for k, size in requested.items()
+                sum(free[n][k] for n in bits) + self._reusable(mask, k) < size for k, size in kinds
             ):
                 continue
             masks.append(mask)
