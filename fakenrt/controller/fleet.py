@@ -57,6 +57,7 @@ class Fleet:
         }
         # Heartbeat phases are spread over the interval so 500 nodes do not renew at once.
         self._phases = random.Random(f"{settings.seed}/heartbeats")
+        self._since = clock()
 
     def model(self, node: str) -> NodeModel | None:
         return self.nodes.get(node)
@@ -69,7 +70,10 @@ class Fleet:
         for model in self.nodes.values():
             effects += model.publish_now()
             effects.append(
-                ReportNodeStatus(model.name, node_status(model.profile, model.identity, at=now))
+                ReportNodeStatus(
+                    model.name,
+                    node_status(model.profile, model.identity, at=now, since=self._since),
+                )
             )
             effects.append(RenewLease(model.name, now))
             s = self.settings
@@ -148,7 +152,11 @@ class Fleet:
             return [RenewLease(node, now)]
         if kind == STATUS:
             self.timers.set((STATUS, node, ""), now + self.settings.node_status_interval)
-            return [ReportNodeStatus(node, node_status(model.profile, model.identity, at=now))]
+            return [
+                ReportNodeStatus(
+                    node, node_status(model.profile, model.identity, at=now, since=self._since)
+                )
+            ]
         return model.fire(kind, pod_key, now)
 
     def pending_publications(self) -> int:

@@ -339,6 +339,9 @@ class NodeModel:
             status = succeeded_status(tracked.pod, started_at=started, at=now)
             effects = self._release(tracked, now)
             tracked.stage = Stage.SUCCEEDED
+            if tracked.ip_host is not None:  # a finished pod's sandbox and IP are gone
+                self._hosts_in_use.discard(tracked.ip_host)
+                tracked.ip_host = None
             return [self._patch(tracked.pod, status), *effects]
         return []
 

@@ -96,52 +96,35 @@ def node_object(
     }
 
 
-def _condition(kind: str, status: str, reason: str, message: str, at: float) -> dict[str, str]:
-    stamp = rfc3339(at)
-    return {
-        "type": kind,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastHeartbeatTime": stamp,
-        "lastTransitionTime": stamp,
-    }
+#: The conditions a healthy kubelet reports: (type, status, reason, message).
+_HEALTHY = (
+    ("MemoryPressure", "False", "KubeletHasSufficientMemory",
+     "kubelet has sufficient memory available"),
+    ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+    ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+    ("Ready", "True", "KubeletReady", "fakenrt: simulated kubelet is posting ready status"),
+)  # fmt: skip
 
 
-def node_status(profile: NodeProfile, identity: NodeIdentity, *, at: float) -> dict[str, Any]:
-    """The Node ``status`` a kubelet would report: capacity, allocatable, conditions."""
+def node_status(
+    profile: NodeProfile, identity: NodeIdentity, *, at: float, since: float | None = None
+) -> dict[str, Any]:
+    """The Node ``status`` a kubelet would report: capacity, allocatable, conditions
+    (heartbeat ``at``; unchanged since ``since``, default ``at``)."""
+    since = at if since is None else since
     return {
         "capacity": _quantities(node_capacity(profile)),
         "allocatable": _quantities(node_allocatable(profile)),
         "conditions": [
-            _condition(
-                "MemoryPressure",
-                "False",
-                "KubeletHasSufficientMemory",
-                "kubelet has sufficient memory available",
-                at,
-            ),
-            _condition(
-                "DiskPressure",
-                "False",
-                "KubeletHasNoDiskPressure",
-                "kubelet has no disk pressure",
-                at,
-            ),
-            _condition(
-                "PIDPressure",
-                "False",
-                "KubeletHasSufficientPID",
-                "kubelet has sufficient PID available",
-                at,
-            ),
-            _condition(
-                "Ready",
-                "True",
-                "KubeletReady",
-                "fakenrt: simulated kubelet is posting ready status",
-                at,
-            ),
+            {
+                "type": kind,
+                "status": status,
+                "reason": reason,
+                "message": message,
+                "lastHeartbeatTime": rfc3339(at),
+                "lastTransitionTime": rfc3339(since),
+            }
+            for kind, status, reason, message in _HEALTHY
         ],
         "addresses": [
             {"type": "InternalIP", "address": identity.internal_ip},
