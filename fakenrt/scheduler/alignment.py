@@ -131,6 +131,28 @@ class _Walk:
             self.blocks.append(block)
             self.scratch.charge(Placement(memory_blocks=(block,)))
 
+    def memory_outside(self, unit: AlignmentUnit, mask: int) -> str | None:
+        """Pod scope: a container's memory types the pod-level request left out must fit
+        the pod's ``mask`` (free bytes only: ``isAffinitySatisfyRequest``), or else a
+        wider mask containing it that is a *preferred* hint for the container's own request
+        (``extendTopologyManagerHint`` in ``memorymanager/policy_static.go``: a
+        non-preferred extension of a preferred pod hint fails). Otherwise the kubelet fails
+        the pod with UnexpectedAdmissionError."""
+        zones = bits(mask)
+        for name, request in unit.memory_outside:
+            if all(
+                sum(max(self.scratch.free(z, t), 0) for z in zones) >= size
+                for t, size in request.items()
+            ):
+                continue
+            hints = memory_hints(self.scratch, request, {})
+            if not any(m & mask == mask for m in hints.preferred):
+                return (
+                    f"memory manager: container {name}: {hints.resource} does not fit NUMA "
+                    f"zones {list(zones)} and no preferred wider set holds them"
+                )
+        return None
+
     def allocate(self, unit: AlignmentUnit, mask: int) -> None:
         zones = bits(mask)
         if unit.cpu:
@@ -154,6 +176,10 @@ def walk_units(ledger: ZoneLedger, units: tuple[AlignmentUnit, ...], choose: Cho
             return Evaluation(fit=False, reason=choice.reason, masks=tuple(masks))
         masks.append(choice.mask)
         if choice.mask is not None:
+            # Init containers allocate first, before the app containers' share of the mask.
+            problem = walk.memory_outside(unit, choice.mask)
+            if problem is not None:
+                return Evaluation(fit=False, reason=problem, masks=tuple(masks))
             walk.allocate(unit, choice.mask)
     placement = Placement(
         amounts={z: dict(a) for z, a in sorted(walk.amounts.items())},

@@ -29,7 +29,7 @@ from fakenrt.scheduler.args import PluginArgs
 from fakenrt.scheduler.evaluator import evaluator_for
 from fakenrt.scheduler.ledger import ZoneLedger
 from fakenrt.scheduler.placement import EMPTY_PLACEMENT, Placement
-from fakenrt.scheduler.requests import AlignmentUnit, alignment_units, relevant_resources
+from fakenrt.scheduler.requests import AlignmentUnit, alignment_units
 from fakenrt.scheduler.restricted import RestrictedEvaluator
 from fakenrt.scheduler.scoring import MAX_SCORE, MIN_SCORE, STRATEGIES, ScoreInput
 from fakenrt.scheduler.topology import POLICY_BEST_EFFORT, SCOPE_POD, NumaTopology
@@ -63,8 +63,12 @@ class NumaPlugin:
         self.args = args or PluginArgs()
 
     def units(self, pod: PodSpec, topology: NumaTopology) -> tuple[AlignmentUnit, ...]:
-        relevant = relevant_resources(topology.reported, self.args.ignore_list)
-        return alignment_units(pod, relevant=relevant, pod_scope=topology.scope == SCOPE_POD)
+        return alignment_units(
+            pod,
+            reported=topology.reported,
+            ignore=self.args.ignore_list,
+            pod_scope=topology.scope == SCOPE_POD,
+        )
 
     def filter(
         self, pod: PodSpec, topology: NumaTopology | None, ledger: ZoneLedger | None

@@ -13,7 +13,9 @@ The gate, resource by resource, as the kubelet applies it:
   reports them per zone), from container limits
   (``pkg/kubelet/cm/devicemanager/topology_hints.go``).
 
-A resource takes part only if some NRT zone reports it and it is not in ``ignoreList``.
+A resource takes part only if some NRT zone reports it and it is not in ``ignoreList``;
+memory types go together: once one is aligned, every memory type the pod requests is
+(a type no zone reports then cannot be satisfied, as on the kubelet).
 
 Container scope walks init containers (sidecars included) in order, then app containers,
 as ``scope_container.go`` does. Pod scope asks once with the pod-level totals each
@@ -55,6 +57,10 @@ class AlignmentUnit:
     cpu: int = 0
     memory: Mapping[str, int] = field(default_factory=dict)
     devices: Mapping[str, int] = field(default_factory=dict)
+    #: Pod scope only: container name -> its memory request, for the containers asking for
+    #: a memory type the pod-level request leaves out (types only init containers ask for).
+    #: Each must still be allocatable inside (or around) the pod's mask.
+    memory_outside: tuple[tuple[str, Mapping[str, int]], ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -83,12 +89,17 @@ def _guaranteed_cpus(container: ContainerSpec, guaranteed: bool) -> int:
     return whole if whole is not None and whole > 0 else 0
 
 
-def _memory(container: ContainerSpec, guaranteed: bool, relevant: frozenset[str]) -> dict[str, int]:
-    if not guaranteed:
+def _memory(
+    container: ContainerSpec, guaranteed: bool, relevant: frozenset[str], ignore: frozenset[str]
+) -> dict[str, int]:
+    """Every memory type the container requests, once the Memory Manager aligns memory at
+    all on this node (some memory type is relevant): it sizes all types together, and a
+    type no zone reports has nothing to give (the kubelet then fails the pod)."""
+    if not guaranteed or not any(is_memory_type(r) for r in relevant):
         return {}
     out: dict[str, int] = {}
     for name, value in container.requests.items():
-        if is_memory_type(name) and name in relevant and value > 0:
+        if is_memory_type(name) and name not in ignore and value > 0:
             out[name] = int(value)
     return out
 
@@ -126,11 +137,12 @@ def _pod_level(
 
 
 def alignment_units(
-    pod: PodSpec, *, relevant: frozenset[str], pod_scope: bool
+    pod: PodSpec, *, reported: frozenset[str], ignore: frozenset[str], pod_scope: bool
 ) -> tuple[AlignmentUnit, ...]:
-    """The admission steps for ``pod`` given the node's NUMA-relevant resources (resources
-    some zone reports, minus ``ignoreList``). Units asking for nothing are kept in
-    container scope (they still take part in init-container reuse ordering)."""
+    """The admission steps for ``pod`` given the resources some zone reports and the
+    ``ignoreList``. Units asking for nothing are kept in container scope (they still take
+    part in init-container reuse ordering)."""
+    relevant = relevant_resources(reported, ignore)
     guaranteed = qos_class(pod) == QOSClass.GUARANTEED
     cpu_relevant = "cpu" in relevant
 
@@ -139,7 +151,7 @@ def alignment_units(
             container=c.name,
             kind=kind,
             cpu=_guaranteed_cpus(c, guaranteed) if cpu_relevant else 0,
-            memory=_memory(c, guaranteed, relevant),
+            memory=_memory(c, guaranteed, relevant, ignore),
             devices=_devices(c, relevant),
         )
 
@@ -164,8 +176,20 @@ def alignment_units(
     # The Memory Manager's pod-level sizing keeps only the types app containers request.
     app_types = {name for u in apps for name in u.memory}
     memory = {k: v for k, v in memory.items() if k in app_types}
+    outside = tuple(
+        (u.container or "", dict(u.memory))
+        for u in units
+        if any(name not in app_types for name in u.memory)
+    )
     return (
-        AlignmentUnit(container=None, kind=UnitKind.POD, cpu=cpu, memory=memory, devices=devices),
+        AlignmentUnit(
+            container=None,
+            kind=UnitKind.POD,
+            cpu=cpu,
+            memory=memory,
+            devices=devices,
+            memory_outside=outside,
+        ),
     )
 
 

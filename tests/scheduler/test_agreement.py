@@ -1,0 +1,155 @@
+"""Zero disagreement with the kubelet simulator when NRT is exact.
+
+Random small nodes (1-4 NUMA zones, reserved CPUs, unhealthy GPUs, 2Mi hugepages, CPU and
+Memory Manager on or off - the plugin then gets the matching ``ignoreList``) and random
+pods (one or two app containers, sometimes an init container or a native sidecar,
+integer or fractional CPU, GPUs, hugepages, sometimes Burstable). Pods are admitted one
+after another into ``fakenrt.kubelet``'s NodeState; before each, the NRT the node would
+publish is rendered from the simulator's state (``fakenrt.nrt.render_nrt``) and the
+plugin's verdict on it must equal the simulator's topology verdict. NRT cannot carry
+Memory Manager groups; the test adds the simulator's memory blocks to the ledger, as the
+observed memory-groups annotation does in a cluster. Pods the simulator refuses for
+whole-node reasons (``OutOf...``) are not compared: the scheduler loop checks those
+before the plugin.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from fakenrt.kubelet.allocation import TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR
+from fakenrt.kubelet.node import NodeState
+from fakenrt.nrt import render_nrt
+from fakenrt.podspec import PodSpec, pod_from_manifest
+from fakenrt.profiles.parsing import parse_profiles
+from fakenrt.scheduler.args import PluginArgs
+from fakenrt.scheduler.ledger import ZoneLedger
+from fakenrt.scheduler.nrt import read_nrt
+from fakenrt.scheduler.plugin import NumaPlugin
+
+GPU = "nvidia.com/gpu"
+TOPOLOGY_REASONS = (TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR)
+
+
+@st.composite
+def profiles(draw: st.DrawFn) -> dict[str, Any]:
+    n = draw(st.integers(1, 4))
+    zones = []
+    first = 0
+    for i in range(n):
+        cpus = draw(st.integers(2, 6))
+        gpus = draw(st.integers(0, 3))
+        zone: dict[str, Any] = {
+            "id": i,
+            "cpus": f"{first}-{first + cpus - 1}",
+            "memory": f"{draw(st.integers(2, 8))}Gi",
+        }
+        if gpus:
+            zone["devices"] = {GPU: {"count": gpus, "unhealthy": draw(st.integers(0, 1))}}
+        if draw(st.booleans()):
+            zone["hugepages-2Mi"] = f"{draw(st.integers(0, 4))}Gi"
+        zones.append(zone)
+        first += cpus
+    reserved = draw(st.sets(st.integers(0, first - 1), max_size=2))
+    kubelet: dict[str, Any] = {
+        "topologyManagerPolicy": draw(st.sampled_from(["restricted", "single-numa-node"])),
+        "topologyManagerScope": draw(st.sampled_from(["container", "pod"])),
+        "cpuManagerPolicy": draw(st.sampled_from(["static", "static", "none"])),
+        "memoryManagerPolicy": draw(st.sampled_from(["Static", "Static", "None"])),
+    }
+    if reserved:
+        kubelet["reservedSystemCPUs"] = ",".join(str(c) for c in sorted(reserved))
+    return {"nodes": [{"name": "sim", "kubelet": kubelet, "zones": zones}]}
+
+
+@st.composite
+def containers(draw: st.DrawFn, name: str) -> dict[str, Any]:
+    limits: dict[str, str] = {
+        "cpu": draw(st.sampled_from(["1", "2", "3", "4", "6", "500m", "1500m"])),
+        "memory": f"{draw(st.integers(1, 6))}Gi",
+    }
+    gpus = draw(st.integers(0, 3))
+    if gpus:
+        limits[GPU] = str(gpus)
+    hugepages = draw(st.integers(0, 2))
+    if hugepages:
+        limits["hugepages-2Mi"] = f"{hugepages}Gi"
+    return {"name": name, "resources": {"limits": limits}}
+
+
+@st.composite
+def pods(draw: st.DrawFn, index: int) -> PodSpec:
+    apps = [draw(containers(f"app{i}")) for i in range(draw(st.integers(1, 2)))]
+    spec: dict[str, Any] = {"containers": apps}
+    kind = draw(st.sampled_from(["none", "none", "init", "sidecar"]))
+    if kind != "none":
+        init = draw(containers("pre"))
+        if kind == "sidecar":
+            init["restartPolicy"] = "Always"
+        spec["initContainers"] = [init]
+    burstable = draw(st.booleans()) and draw(st.booleans())
+    if burstable:
+        apps[0]["resources"]["requests"] = {"cpu": "100m", "memory": "512Mi"}
+    manifest = {
+        "kind": "Pod",
+        "metadata": {"name": f"p{index}", "namespace": "default", "uid": f"uid-{index}"},
+        "spec": spec,
+    }
+    return pod_from_manifest(manifest)
+
+
+def exact_ledger(state: NodeState) -> ZoneLedger:
+    profile = state.profile
+    topology = read_nrt(render_nrt(profile, usage=state.zone_usage()), source="rendered")
+    ledger = ZoneLedger.from_nrt(topology)
+    for allocation in state.allocations().values():
+        for c in allocation.containers:
+            for block in c.memory:
+                for zone in block.numa:
+                    ledger.blocks[zone].append(frozenset(block.numa))
+    return ledger
+
+
+def plugin_for(state: NodeState) -> NumaPlugin:
+    """NRT does not say whether the CPU / Memory Manager aligns; an operator who knows
+    lists the resources they do not align in ``ignoreList``."""
+    kubelet = state.profile.kubelet
+    ignore: set[str] = set()
+    if kubelet.cpu_manager_policy != "static":
+        ignore.add("cpu")
+    if kubelet.memory_manager_policy != "Static":
+        ignore.update({"memory", "hugepages-2Mi"})
+    return NumaPlugin(PluginArgs(ignore_list=frozenset(ignore)))
+
+
+@settings(
+    max_examples=400,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(raw=profiles(), data=st.data())
+def test_plugin_verdict_equals_the_kubelet_simulator_on_exact_nrt(
+    raw: dict[str, Any], data: st.DataObject
+) -> None:
+    (profile,) = parse_profiles(raw, source="hypothesis")
+    state = NodeState.from_profile(profile)
+    compared = 0
+    for i in range(data.draw(st.integers(1, 4))):
+        pod = data.draw(pods(i))
+        ledger = exact_ledger(state)
+        verdict = plugin_for(state).filter(pod, ledger.topology, ledger)
+        result = state.copy().admit(pod)
+        if not result.admit and result.reason not in TOPOLOGY_REASONS:
+            continue
+        assert verdict.fit is result.admit, (
+            f"plugin fit={verdict.fit} ({verdict.reason}) but kubelet "
+            f"admit={result.admit} ({result.reason}: {result.message}) for {pod} "
+            f"on {profile} with pods {list(state.allocations())}"
+        )
+        compared += 1
+        if result.admit:
+            state.admit(pod)
+    assume(compared > 0)
