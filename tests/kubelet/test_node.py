@@ -4,6 +4,8 @@ whole-node fit check, foreign allocations)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from fakenrt.kubelet.allocation import AdmissionResult, ProviderHint
@@ -352,3 +354,37 @@ def test_copy_is_independent() -> None:
     assert sum(used(state, "nvidia.com/gpu").values()) == 0
     assert list(twin.allocations()) == ["default/p"]
     assert state.allocations() == {}
+
+
+@pytest.mark.parametrize(("prefer", "expected"), [(False, (0, 1)), (True, (0, 2))])
+def test_prefer_closest_numa_nodes_end_to_end(prefer: bool, expected: tuple[int, ...]) -> None:
+    """Two GPUs, one per NUMA node: every 2-node mask is preferred; by narrowness {0,1}
+    wins, by distance the closest pair {0,2}."""
+    dist = [[10, 30, 11, 30], [30, 10, 30, 11], [11, 30, 10, 30], [30, 11, 30, 10]]
+    profile = node(
+        zones=4,
+        cpus_per_zone=2,
+        devices={"nvidia.com/gpu": 1},
+        distances=dist,
+        prefer_closest=prefer,
+        policy="restricted",
+        cpu_policy="none",
+        memory_policy="None",
+    )
+    result = NodeState.from_profile(profile).admit(pod("p", container("c", gpu=2)))
+    assert result.admit and result.hints[0].best == ProviderHint(expected, True)
+
+
+def test_fit_check_extended_resources_and_node_name() -> None:
+    profile = node(zones=1, devices={"nvidia.com/gpu": 1}, policy="none", name="n1")
+    state = NodeState.from_profile(profile)
+    unknown = container("c", guaranteed=False, cpu="100m")
+    unknown["resources"]["limits"] = {"example.com/unknown": 3}
+    assert state.admit(pod("x", unknown)).admit  # not on the node at all: ignored
+    manifest_pod = pod("y", container("c", guaranteed=False, cpu="100m"))
+    elsewhere = replace(manifest_pod, node_name="n2")
+    result = state.admit(elsewhere)
+    assert (result.reason, result.message) == (
+        "NodeName",
+        "Predicate NodeName failed: node(s) didn't match the requested node name",
+    )
