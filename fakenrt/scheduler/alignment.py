@@ -19,13 +19,13 @@ allocation), which NRT cannot show; the walk fills the mask's zones lowest id fi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from fakenrt.scheduler.evaluator import Evaluation
 from fakenrt.scheduler.hints import ResourceHints, cpu_hints, device_hints, memory_hints
 from fakenrt.scheduler.ledger import ZoneLedger
-from fakenrt.scheduler.masks import bits
+from fakenrt.scheduler.masks import bits, count, narrowness
 from fakenrt.scheduler.placement import Placement, merge_amounts
 from fakenrt.scheduler.requests import AlignmentUnit, UnitKind
 
@@ -104,14 +104,13 @@ class _Walk:
         for z in [z for z, n in reusable.items() if n <= 0]:
             del reusable[z]
 
-    def _take_memory(self, unit: AlignmentUnit, mask: int) -> None:
+    def _take_memory(self, kind: UnitKind, memory: Mapping[str, int], mask: int) -> None:
         zones = bits(mask)
         block = frozenset(zones)
         reusable = self.memory_reusable.setdefault(mask, {})
-        for mtype, size in sorted(unit.memory.items()):
+        for mtype, size in sorted(memory.items()):
             reuse = reusable.get(mtype, 0)
-            need = max(size - reuse, 0)
-            remaining = need
+            remaining = max(size - reuse, 0)
             for z in zones:
                 if remaining == 0:
                     break
@@ -124,43 +123,74 @@ class _Walk:
                 z = zones[0]
                 self.scratch.available[z][mtype] = self.scratch.free(z, mtype) - remaining
                 merge_amounts(self.amounts, z, mtype, remaining)
-            if unit.kind == UnitKind.INIT:
+            if kind == UnitKind.INIT:
                 reusable[mtype] = max(reuse, size)
-            elif unit.kind == UnitKind.APP:
+            elif kind == UnitKind.APP:
                 reusable[mtype] = max(reuse - size, 0)
             self.blocks.append(block)
             self.scratch.charge(Placement(memory_blocks=(block,)))
 
-    def memory_outside(self, unit: AlignmentUnit, mask: int) -> str | None:
-        """Pod scope: a container's memory types the pod-level request left out must fit
-        the pod's ``mask`` (free bytes only: ``isAffinitySatisfyRequest``), or else a
-        wider mask containing it that is a *preferred* hint for the container's own request
-        (``extendTopologyManagerHint`` in ``memorymanager/policy_static.go``: a
-        non-preferred extension of a preferred pod hint fails). Otherwise the kubelet fails
-        the pod with UnexpectedAdmissionError."""
+    def _memory_mask(self, name: str, memory: Mapping[str, int], mask: int) -> int | str:
+        """The mask the Memory Manager allocates a container's memory in, given the
+        Topology Manager's (preferred) ``mask`` - or why it fails (``Allocate`` in
+        ``memorymanager/policy_static.go``): the mask's free bytes must cover the request
+        (``isAffinitySatisfyRequest``), else it is extended to the narrowest feasible hint
+        containing it, which must be preferred (``extendTopologyManagerHint``); the result
+        must respect the groups. A failure is the kubelet's UnexpectedAdmissionError."""
         zones = bits(mask)
-        for name, request in unit.memory_outside:
-            if all(
-                sum(max(self.scratch.free(z, t), 0) for z in zones) >= size
-                for t, size in request.items()
-            ):
-                continue
-            hints = memory_hints(self.scratch, request, {})
-            if not any(m & mask == mask for m in hints.preferred):
+        best = mask
+        if not all(
+            sum(max(self.scratch.free(z, t), 0) for z in zones) >= size
+            for t, size in memory.items()
+        ):
+            hints = memory_hints(self.scratch, memory, self.memory_reusable)
+            wider = [m for m in hints.feasible if m & mask == mask]
+            if not wider:
                 return (
                     f"memory manager: container {name}: {hints.resource} does not fit NUMA "
-                    f"zones {list(zones)} and no preferred wider set holds them"
+                    f"zones {list(zones)} or any wider set holding them"
                 )
-        return None
+            preferred = [m for m in wider if count(m) == hints.min_width]
+            if not preferred:
+                return (
+                    f"memory manager: container {name}: {hints.resource} fits around NUMA "
+                    f"zones {list(zones)} only on a non-preferred set"
+                )
+            best = min(preferred, key=narrowness)
+        if _violates_groups(self.scratch, best):
+            return f"memory manager: container {name}: NUMA zones {list(bits(best))} break a group"
+        return best
 
-    def allocate(self, unit: AlignmentUnit, mask: int) -> None:
+    def allocate(self, unit: AlignmentUnit, mask: int) -> str | None:
+        """Take the step's resources inside ``mask``; returns why the kubelet's allocation
+        would fail (None when it succeeds)."""
         zones = bits(mask)
         if unit.cpu:
             self._take(unit, "cpu", unit.cpu, zones)
         for name in sorted(unit.devices):
             self._take(unit, name, unit.devices[name], zones)
-        if unit.memory:
-            self._take_memory(unit, mask)
+        if unit.kind != UnitKind.POD:
+            if unit.memory:
+                self._take_memory(unit.kind, unit.memory, mask)
+            return None
+        # Pod scope: every container allocates its own memory inside the pod's mask, init
+        # containers first (``scope_pod.go`` then the Memory Manager's ``Allocate``).
+        for name, kind, memory in unit.container_memory:
+            chosen = self._memory_mask(name, memory, mask)
+            if isinstance(chosen, str):
+                return chosen
+            self._take_memory(kind, memory, chosen)
+        return None
+
+
+def _violates_groups(ledger: ZoneLedger, mask: int) -> bool:
+    zones = bits(mask)
+    cells = ledger.cells
+    assignments = ledger.assignments
+    if len(zones) == 1:
+        return len(cells[zones[0]]) > 1
+    group = frozenset(zones)
+    return any(assignments[z] > 0 and (len(cells[z]) == 1 or cells[z] != group) for z in zones)
 
 
 def walk_units(ledger: ZoneLedger, units: tuple[AlignmentUnit, ...], choose: Chooser) -> Evaluation:
@@ -176,11 +206,9 @@ def walk_units(ledger: ZoneLedger, units: tuple[AlignmentUnit, ...], choose: Cho
             return Evaluation(fit=False, reason=choice.reason, masks=tuple(masks))
         masks.append(choice.mask)
         if choice.mask is not None:
-            # Init containers allocate first, before the app containers' share of the mask.
-            problem = walk.memory_outside(unit, choice.mask)
+            problem = walk.allocate(unit, choice.mask)
             if problem is not None:
                 return Evaluation(fit=False, reason=problem, masks=tuple(masks))
-            walk.allocate(unit, choice.mask)
     placement = Placement(
         amounts={z: dict(a) for z, a in sorted(walk.amounts.items())},
         memory_blocks=tuple(walk.blocks),

@@ -57,10 +57,9 @@ class AlignmentUnit:
     cpu: int = 0
     memory: Mapping[str, int] = field(default_factory=dict)
     devices: Mapping[str, int] = field(default_factory=dict)
-    #: Pod scope only: container name -> its memory request, for the containers asking for
-    #: a memory type the pod-level request leaves out (types only init containers ask for).
-    #: Each must still be allocatable inside (or around) the pod's mask.
-    memory_outside: tuple[tuple[str, Mapping[str, int]], ...] = ()
+    #: Pod scope only: (container, kind, memory request) of every container asking for
+    #: memory, init containers first: each allocates its own memory inside the pod's mask.
+    container_memory: tuple[tuple[str, UnitKind, Mapping[str, int]], ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -176,11 +175,7 @@ def alignment_units(
     # The Memory Manager's pod-level sizing keeps only the types app containers request.
     app_types = {name for u in apps for name in u.memory}
     memory = {k: v for k, v in memory.items() if k in app_types}
-    outside = tuple(
-        (u.container or "", dict(u.memory))
-        for u in units
-        if any(name not in app_types for name in u.memory)
-    )
+    per_container = tuple((u.container or "", u.kind, dict(u.memory)) for u in units if u.memory)
     return (
         AlignmentUnit(
             container=None,
@@ -188,7 +183,7 @@ def alignment_units(
             cpu=cpu,
             memory=memory,
             devices=devices,
-            memory_outside=outside,
+            container_memory=per_container,
         ),
     )
 
