@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import ssl
 import sys
 from pathlib import Path
 
@@ -11,7 +12,8 @@ import click
 from exporter import logs
 from exporter.daemon import Options
 from exporter.health import parse_bind_address
-from exporter.kube import KubeError
+from exporter.kube import KubeClient, KubeError
+from exporter.kubeconfig import KubeconfigError, from_kubeconfig, in_cluster
 from exporter.podresources_client import DEFAULT_SOCKET, DEFAULT_TIMEOUT_S, PodResourcesError
 from exporter.sysfs import SysfsError
 
@@ -19,16 +21,14 @@ _SOCKET_HELP = "The kubelet podresources unix socket."
 _SYSFS_HELP = "Root of sysfs; CPU -> NUMA comes from <root>/devices/system/node/node*/cpulist."
 
 
-def _api_client(kubeconfig: Path | None):  # type: ignore[no-untyped-def]
-    from kubernetes.config import ConfigException
-
-    from exporter.kube import load_api_client
-
+def _kube_client(kubeconfig: Path | None) -> KubeClient:
     try:
-        return load_api_client(kubeconfig)
-    except (ConfigException, OSError) as exc:
-        where = kubeconfig or "in-cluster service account"
-        raise click.ClickException(f"cannot load Kubernetes config from {where}: {exc}") from exc
+        config = in_cluster() if kubeconfig is None else from_kubeconfig(kubeconfig)
+        return KubeClient(config)
+    except KubeconfigError as exc:
+        raise click.ClickException(str(exc)) from exc
+    except (OSError, ssl.SSLError) as exc:
+        raise click.ClickException(f"cannot load the API server's TLS settings: {exc}") from exc
 
 
 @click.command("run")
@@ -119,7 +119,7 @@ def run_command(  # noqa: PLR0917 - click passes options positionally
         rpc_timeout_s=rpc_timeout,
     )
     try:
-        run(options, _api_client(kubeconfig))
+        run(options, _kube_client(kubeconfig))
     except SysfsError as exc:
         raise click.ClickException(str(exc)) from exc
     except OSError as exc:
@@ -188,7 +188,7 @@ def observe_command(  # noqa: PLR0917 - click passes options positionally
 
     if pod is not None and "/" not in pod:
         raise click.BadParameter("expected NAMESPACE/NAME", param_hint="--pod")
-    pod_api = PodApi(_api_client(kubeconfig)) if kubeconfig is not None else None
+    pod_api = PodApi(_kube_client(kubeconfig)) if kubeconfig is not None else None
     try:
         result = observe(
             socket_path=podresources_socket,

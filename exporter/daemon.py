@@ -16,12 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kubernetes import client
 from prometheus_client import CollectorRegistry
 
 from exporter import __version__
 from exporter.health import Health, HttpServer
-from exporter.kube import PodApi
+from exporter.kube import KubeClient, PodApi
 from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher
 from exporter.pod_cache import PodCache
@@ -49,7 +48,7 @@ class Exporter:
     def __init__(
         self,
         options: Options,
-        api_client: client.ApiClient,
+        kube: KubeClient,
         *,
         registry: CollectorRegistry | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -72,7 +71,7 @@ class Exporter:
             timeout_s=options.rpc_timeout_s,
             on_error=lambda method, code: self.metrics.rpc_errors.labels(method, code).inc(),
         )
-        pod_api = PodApi(api_client)
+        pod_api = PodApi(kube)
         self.cache = PodCache(pod_api, options.node_name, on_change=self.wake.set, rng=rng)
         self.reconciler = Reconciler(
             podresources=self.podresources,
@@ -125,9 +124,9 @@ class Exporter:
         self.podresources.close()
 
 
-def run(options: Options, api_client: client.ApiClient) -> None:
+def run(options: Options, kube: KubeClient) -> None:
     """Run the daemon in the foreground until SIGTERM or SIGINT."""
-    exporter = Exporter(options, api_client)
+    exporter = Exporter(options, kube)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: exporter.stop_event.set())
     exporter.start()

@@ -8,12 +8,12 @@ cache stays small however large the pod objects are.
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
-from exporter.quantities import QuantityError, parse_decimal
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 GUARANTEED = "Guaranteed"
@@ -81,52 +81,30 @@ def _timestamp(value: Any) -> float | None:
     return parsed.timestamp()
 
 
-def _amount(resources: Mapping[str, Any], kind: str, name: str, where: str) -> int:
-    raw = (resources.get(kind) or {}).get(name)
-    if raw is None:
-        return 0
-    try:
-        return 1 if parse_decimal(raw) > 0 else 0
-    except QuantityError as exc:
-        raise PodObjectError(f"{where}.resources.{kind}.{name}: {exc}") from exc
+_QUANTITY = re.compile(
+    r"^(?P<sign>[+-]?)(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+    r"(?:[eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$"
+)
+
+
+def _positive(raw: Any, where: str) -> bool:
+    """Whether a quantity is above zero, without a full parse (the exporter only needs
+    to know whether a container requests memory at all)."""
+    match = _QUANTITY.match(str(raw).strip())
+    if match is None:
+        raise PodObjectError(f"{where}: {raw!r} is not a quantity")
+    return match["sign"] != "-" and any(c in "123456789" for c in match["number"])
 
 
 def _requests_memory(container: Mapping[str, Any], where: str) -> bool:
     resources = container.get("resources") or {}
-    names = set((resources.get("requests") or {}).keys()) | set(
-        (resources.get("limits") or {}).keys()
-    )
-    return any(
-        (name == "memory" or name.startswith("hugepages-"))
-        and bool(
-            _amount(resources, "requests", name, where) or _amount(resources, "limits", name, where)
-        )
-        for name in names
-    )
-
-
-def _qos_from_spec(spec: Mapping[str, Any], where: str) -> str:
-    """Fallback when ``status.qosClass`` is missing, after upstream ``GetPodQOS``
-    (``pkg/apis/core/v1/helper/qos/qos.go``): only cpu and memory count; Guaranteed iff
-    every container sets both limits and its requests (defaulting to limits) equal them."""
-    any_set = False
-    guaranteed = True
-    for i, c in enumerate([*(spec.get("initContainers") or []), *(spec.get("containers") or [])]):
-        resources = c.get("resources") or {}
-        limits = resources.get("limits") or {}
-        requests = {**limits, **(resources.get("requests") or {})}
-        for name in ("cpu", "memory"):
-            try:
-                lim = parse_decimal(limits[name]) if name in limits else None
-                req = parse_decimal(requests[name]) if name in requests else None
-            except QuantityError as exc:
-                raise PodObjectError(f"{where}.containers[{i}].resources.{name}: {exc}") from exc
-            any_set = any_set or bool(lim) or bool(req)
-            if not lim or req != lim:
-                guaranteed = False
-    if not any_set:
-        return "BestEffort"
-    return GUARANTEED if guaranteed else "Burstable"
+    for kind in ("requests", "limits"):
+        for name, raw in (resources.get(kind) or {}).items():
+            if (name == "memory" or name.startswith("hugepages-")) and _positive(
+                raw, f"{where}.resources.{kind}.{name}"
+            ):
+                return True
+    return False
 
 
 def pod_view(obj: Mapping[str, Any]) -> PodView:
@@ -142,14 +120,18 @@ def pod_view(obj: Mapping[str, Any]) -> PodView:
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     annotations = meta.get("annotations") or {}
+    sidecars = [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]
     memory_containers = frozenset(
         str(c.get("name"))
-        for c in [
-            *(c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"),
-            *(spec.get("containers") or []),
-        ]
-        if _requests_memory(c, where)
+        for kind, containers in (
+            ("initContainers", sidecars),
+            ("containers", spec.get("containers") or []),
+        )
+        for c in containers
+        if _requests_memory(c, f"{where}.{kind}({c.get('name')})")
     )
+    # The API server sets status.qosClass when it creates the pod; without it the pod is
+    # not treated as Guaranteed (its memory groups are then judged from its blocks alone).
     qos = status.get("qosClass")
     return PodView(
         namespace=namespace,
@@ -159,7 +141,7 @@ def pod_view(obj: Mapping[str, Any]) -> PodView:
         phase=str(status.get("phase") or ""),
         started_at=_timestamp(status.get("startTime")),
         deleting=meta.get("deletionTimestamp") is not None,
-        qos_class=qos if isinstance(qos, str) and qos else _qos_from_spec(spec, where),
+        qos_class=qos if isinstance(qos, str) else "",
         memory_containers=memory_containers,
         placement_annotation=annotations.get(OBSERVED_PLACEMENT),
         memory_groups_annotation=annotations.get(OBSERVED_MEMORY_GROUPS),

@@ -8,12 +8,7 @@ form the annotations carry (``"8"``, ``"17179869184"``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
-
-from kubernetes.utils.quantity import parse_quantity as _k8s_parse_quantity
-
-_parse_quantity: Callable[[object], Decimal] = _k8s_parse_quantity
 
 
 class QuantityError(ValueError):
@@ -22,8 +17,12 @@ class QuantityError(ValueError):
 
 def parse_decimal(value: str | int | float) -> Decimal:
     """Parse a Kubernetes quantity (``"500m"``, ``"16Gi"``, ``8``) into an exact Decimal."""
+    # Imported on first use: importing the kubernetes package loads its whole generated
+    # client (~20 MiB resident), which the exporter daemon otherwise never needs.
+    from kubernetes.utils.quantity import parse_quantity
+
     try:
-        return Decimal(_parse_quantity(value))
+        return Decimal(parse_quantity(value))
     except (ValueError, TypeError, InvalidOperation) as exc:
         raise QuantityError(f"{value!r} is not a Kubernetes quantity") from exc
 

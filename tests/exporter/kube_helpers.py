@@ -9,6 +9,10 @@ from typing import Any, TypeVar
 
 from kubernetes import client
 
+from exporter.kube import KubeClient
+from exporter.kubeconfig import ClusterConfig
+from tests.controlplane.cluster import ControlPlane
+
 T = TypeVar("T")
 
 GUARANTEED = {"limits": {"cpu": "2", "memory": "1Gi"}}
@@ -95,3 +99,10 @@ def merge_patch(api: client.ApiClient, namespace: str, name: str, body: dict[str
 
 def delete_pod(api: client.ApiClient, namespace: str, name: str) -> None:
     client.CoreV1Api(api).delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+
+
+def exporter_kube(cp: ControlPlane, token: str | None = None) -> KubeClient:
+    """The exporter's own API client for the test control plane (admin token by default)."""
+    return KubeClient(
+        ClusterConfig(server=cp.server, ca_file=cp.ca_file, token=token or cp.admin_token)
+    )

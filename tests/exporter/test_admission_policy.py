@@ -39,7 +39,7 @@ from tests.controlplane.helpers import (
 )
 from tests.exporter import scenarios as s
 from tests.exporter.fake_podresources import FakePodResources
-from tests.exporter.kube_helpers import annotations_of, create_pod, wait_until
+from tests.exporter.kube_helpers import annotations_of, create_pod, exporter_kube, wait_until
 
 pytestmark = pytest.mark.controlplane
 
@@ -268,8 +268,7 @@ def test_exporter_patches_pass_the_policy(  # noqa: PLR0917 - pytest fixtures
     node_a, _ = nodes
     create_pod(api_client, namespace, "cpu-only", node=node_a)
     fake_kubelet.set_pods([s.pod("cpu-only", *s.CPU_ONLY.containers, namespace=namespace)])
-    sa = _token_client(control_plane, _bound_token(api_client, node_a))
-    pod_api = PodApi(sa)
+    pod_api = PodApi(exporter_kube(control_plane, _bound_token(api_client, node_a)))
     cache = PodCache(pod_api, node_a)
     _, items = pod_api.list_node_pods(node_a)
     cache.replace(items)
@@ -290,7 +289,6 @@ def test_exporter_patches_pass_the_policy(  # noqa: PLR0917 - pytest fixtures
         OBSERVED_PLACEMENT: '[{"zone":"node-0","amount":{"cpu":"4"}}]',
         OBSERVED_MEMORY_GROUPS: "[]",
     }
-    sa.close()
 
 
 def test_daemonset_and_namespace_pass_server_side_validation(

@@ -21,7 +21,8 @@ from kubernetes import client
 
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
 from exporter.daemon import Exporter, Options
-from exporter.kube import load_api_client
+from exporter.kube import KubeClient
+from exporter.kubeconfig import from_kubeconfig
 from exporter.resources import PodResources
 from tests.controlplane.cluster import ControlPlane
 from tests.exporter import scenarios as s
@@ -117,7 +118,7 @@ def make_daemon(  # noqa: PLR0917 - pytest fixtures
             metrics_bind_address="127.0.0.1:0",
             rpc_timeout_s=rpc_timeout_s,
         )
-        exporter = Exporter(options, load_api_client(kubeconfig))
+        exporter = Exporter(options, KubeClient(from_kubeconfig(kubeconfig)))
         daemon = Daemon(api_client, namespace, options.node_name, fake, proxy, exporter)
         started.append(daemon)
         exporter.start()

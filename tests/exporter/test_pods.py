@@ -31,14 +31,22 @@ GUARANTEED = {"limits": {"cpu": "2", "memory": "1Gi"}}
 @pytest.mark.parametrize(
     "obj,qos,memory_containers",
     [
-        pytest.param(_pod([_c("a", **GUARANTEED)]), "Guaranteed", {"a"}, id="guaranteed"),
         pytest.param(
-            _pod([_c("a", limits={"cpu": "2", "memory": "1Gi"}, requests={"cpu": "1"})]),
+            _pod([_c("a", **GUARANTEED)], status={"qosClass": "Guaranteed"}),
+            "Guaranteed",
+            {"a"},
+            id="guaranteed",
+        ),
+        pytest.param(
+            _pod(
+                [_c("a", requests={"cpu": "1", "memory": "0.5Gi"}), _c("b", requests={"cpu": "1"})],
+                status={"qosClass": "Burstable"},
+            ),
             "Burstable",
             {"a"},
             id="burstable",
         ),
-        pytest.param(_pod([_c("a")]), "BestEffort", set(), id="best-effort"),
+        pytest.param(_pod([_c("a")]), "", set(), id="no-qos-class-in-status"),
         pytest.param(
             _pod(
                 [_c("a", **GUARANTEED)],
@@ -49,18 +57,20 @@ GUARANTEED = {"limits": {"cpu": "2", "memory": "1Gi"}}
                     ]
                 },
             ),
-            "Guaranteed",
+            "",
             {"a", "side"},
             id="sidecar-counts-plain-init-does-not",
         ),
         pytest.param(
             _pod(
-                [_c("a", limits={"cpu": "1", "memory": "1Gi", "hugepages-2Mi": "2Mi"})],
-                status={"qosClass": "Guaranteed"},
+                [
+                    _c("a", limits={"cpu": "1", "hugepages-2Mi": "2Mi"}),
+                    _c("z", limits={"memory": "0"}),
+                ]
             ),
-            "Guaranteed",
+            "",
             {"a"},
-            id="status-qos-wins",
+            id="hugepages-count-zero-memory-does-not",
         ),
     ],
 )
@@ -73,7 +83,7 @@ def test_qos_and_memory_containers(
 
 
 def test_expected_memory_containers_only_for_guaranteed_with_static_policy() -> None:
-    view = pod_view(_pod([_c("a", **GUARANTEED)]))
+    view = pod_view(_pod([_c("a", **GUARANTEED)], status={"qosClass": "Guaranteed"}))
     assert view.expected_memory_containers(memory_manager_static=True) == {"a"}
     assert view.expected_memory_containers(memory_manager_static=False) == frozenset()
 
@@ -116,5 +126,26 @@ def test_annotations_and_identity() -> None:
 def test_bad_objects_name_the_pod() -> None:
     with pytest.raises(PodObjectError, match=r"metadata\.uid"):
         pod_view({"metadata": {"name": "p", "namespace": "ns"}})
-    with pytest.raises(PodObjectError, match=r"pod ns/p: spec.resources.limits.memory"):
+    with pytest.raises(
+        PodObjectError, match=r"pod ns/p: spec\.containers\(a\)\.resources\.limits\.memory"
+    ):
         pod_view(_pod([_c("a", limits={"memory": "lots"})]))
+
+
+@pytest.mark.parametrize(
+    "quantity,requests_memory",
+    [
+        pytest.param("0", False, id="zero"),
+        pytest.param("0Gi", False, id="zero-with-suffix"),
+        pytest.param("0.0", False, id="zero-decimal"),
+        pytest.param("1", True, id="one-byte"),
+        pytest.param("0.5Gi", True, id="fraction"),
+        pytest.param(".5Mi", True, id="leading-dot"),
+        pytest.param("1e3", True, id="exponent"),
+        pytest.param("128974848000m", True, id="milli"),
+        pytest.param("16E", True, id="exa"),
+    ],
+)
+def test_memory_request_detection(quantity: str, requests_memory: bool) -> None:
+    view = pod_view(_pod([_c("a", requests={"memory": quantity})]))
+    assert (view.memory_containers == {"a"}) is requests_memory

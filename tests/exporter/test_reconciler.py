@@ -27,6 +27,7 @@ from exporter.podresources_client import PodResourcesClient
 from exporter.reconciler import PassReport, Reconciler
 from exporter.resources import AllocatableResources, MemoryBlock, PodResources
 from exporter.sysfs import read_cpu_numa_map
+from tests.controlplane.cluster import ControlPlane
 from tests.exporter import scenarios as s
 from tests.exporter.fake_podresources import FakePodResources
 from tests.exporter.kube_helpers import (
@@ -34,6 +35,7 @@ from tests.exporter.kube_helpers import (
     annotations_of,
     create_pod,
     delete_pod,
+    exporter_kube,
     merge_patch,
     read_pod,
     set_phase,
@@ -73,12 +75,16 @@ class Harness:
 
 @pytest.fixture
 def harness(
-    api_client: client.ApiClient, namespace: str, fake_kubelet: FakePodResources, sysfs_root: Path
+    control_plane: ControlPlane,
+    api_client: client.ApiClient,
+    namespace: str,
+    fake_kubelet: FakePodResources,
+    sysfs_root: Path,
 ) -> Iterator[Harness]:
     registry = CollectorRegistry()
     metrics = ExporterMetrics(registry)
     health = Health(clock=time.monotonic)
-    pod_api = PodApi(api_client)
+    pod_api = PodApi(exporter_kube(control_plane))
     node = f"node-{uuid.uuid4().hex[:8]}"
     cache = PodCache(pod_api, node)
     podresources = PodResourcesClient(fake_kubelet.socket_path, timeout_s=5)

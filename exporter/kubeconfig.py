@@ -1,0 +1,120 @@
+"""Where and how to reach the API server: a kubeconfig file or the in-cluster
+ServiceAccount. Reads files only; no network.
+
+The exporter talks to the API with a small urllib3 client of its own (``exporter.kube``)
+instead of the kubernetes package, whose import alone costs ~20 MiB of resident memory
+on every node. Supported credentials: bearer token (inline, ``tokenFile`` or the
+in-cluster projected token, re-read so rotation is picked up) and client certificates.
+Exec and auth-provider plugins are not supported: run in-cluster or use a token.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+IN_CLUSTER_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
+
+class KubeconfigError(ValueError):
+    """The API server configuration cannot be used; the message names the file and field."""
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    server: str
+    ca_file: Path | None = None
+    ca_data: str | None = None
+    insecure_skip_tls_verify: bool = False
+    token: str | None = None
+    token_file: Path | None = None
+    client_cert_file: Path | None = None
+    client_key_file: Path | None = None
+
+
+def in_cluster(
+    directory: Path = IN_CLUSTER_DIR, env: dict[str, str] | None = None
+) -> ClusterConfig:
+    env = dict(os.environ) if env is None else env
+    host, port = env.get("KUBERNETES_SERVICE_HOST"), env.get("KUBERNETES_SERVICE_PORT")
+    if not host or not port:
+        raise KubeconfigError(
+            "not running in a cluster (KUBERNETES_SERVICE_HOST/PORT unset); pass --kubeconfig"
+        )
+    if ":" in host:
+        host = f"[{host}]"
+    token_file = directory / "token"
+    if not token_file.exists():
+        raise KubeconfigError(f"{token_file}: ServiceAccount token missing")
+    return ClusterConfig(
+        server=f"https://{host}:{port}", ca_file=directory / "ca.crt", token_file=token_file
+    )
+
+
+def _named(doc: dict[str, Any], key: str, name: str, path: Path) -> dict[str, Any]:
+    for entry in doc.get(key) or []:
+        if isinstance(entry, dict) and entry.get("name") == name:
+            inner = entry.get(key[:-1])
+            return inner if isinstance(inner, dict) else {}
+    raise KubeconfigError(f"{path}: {key} has no entry named {name!r}")
+
+
+def _data_file(data: str, suffix: str, path: Path, field: str) -> Path:
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except ValueError as exc:
+        raise KubeconfigError(f"{path}: {field} is not base64") from exc
+    handle, name = tempfile.mkstemp(prefix="numa-exporter-", suffix=suffix)
+    with os.fdopen(handle, "wb") as out:
+        out.write(raw)
+    return Path(name)
+
+
+def from_kubeconfig(path: Path, context: str | None = None) -> ClusterConfig:
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise KubeconfigError(f"{path}: cannot read kubeconfig ({exc})") from exc
+    if not isinstance(doc, dict):
+        raise KubeconfigError(f"{path}: not a kubeconfig mapping")
+    name = context or doc.get("current-context")
+    if not name:
+        raise KubeconfigError(f"{path}: no current-context")
+    ctx = _named(doc, "contexts", str(name), path)
+    cluster = _named(doc, "clusters", str(ctx.get("cluster")), path)
+    user = _named(doc, "users", str(ctx.get("user")), path) if ctx.get("user") else {}
+    base = path.parent
+
+    def rel(value: Any) -> Path | None:
+        return (base / str(value)) if value else None
+
+    server = cluster.get("server")
+    if not isinstance(server, str) or not server.startswith(("https://", "http://")):
+        raise KubeconfigError(f"{path}: cluster {ctx.get('cluster')!r} has no https server")
+    if user.get("exec") or user.get("auth-provider"):
+        raise KubeconfigError(
+            f"{path}: user {ctx.get('user')!r} uses an exec/auth-provider plugin, which "
+            "numa-exporter does not support; use a token or a client certificate"
+        )
+    cert, key = rel(user.get("client-certificate")), rel(user.get("client-key"))
+    if user.get("client-certificate-data"):
+        cert = _data_file(user["client-certificate-data"], ".crt", path, "client-certificate-data")
+    if user.get("client-key-data"):
+        key = _data_file(user["client-key-data"], ".key", path, "client-key-data")
+    ca_data = cluster.get("certificate-authority-data")
+    return ClusterConfig(
+        server=server.rstrip("/"),
+        ca_file=rel(cluster.get("certificate-authority")),
+        ca_data=base64.b64decode(ca_data).decode() if ca_data else None,
+        insecure_skip_tls_verify=bool(cluster.get("insecure-skip-tls-verify")),
+        token=user.get("token"),
+        token_file=rel(user.get("tokenFile")),
+        client_cert_file=cert,
+        client_key_file=key,
+    )
