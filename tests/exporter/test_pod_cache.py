@@ -1,0 +1,106 @@
+"""The pod cache's list/watch loop, driven by a scripted source (the loop's own logic:
+relist on 410, back off on failures, notify only on decision-relevant changes). The
+same loop against the real API server runs in test_daemon.py."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from exporter.kube import Gone, Retryable
+from exporter.pod_cache import PodCache
+
+
+def _pod(name: str, rv: str, phase: str = "Running", uid: str = "u") -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": f"{uid}-{name}",
+            "resourceVersion": rv,
+        },
+        "spec": {"containers": [{"name": "c"}]},
+        "status": {"phase": phase},
+    }
+
+
+class ScriptedSource:
+    """Lists and watch streams given in order; the last step sets ``stop``."""
+
+    def __init__(self, stop: threading.Event, steps: list[Any]) -> None:
+        self.stop = stop
+        self.steps = steps
+        self.calls: list[str] = []
+
+    def _next(self) -> Any:
+        step = self.steps.pop(0)
+        if not self.steps:
+            self.stop.set()
+        if isinstance(step, Exception):
+            raise step
+        return step
+
+    def list_node_pods(self, node_name: str) -> tuple[str, list[dict[str, Any]]]:
+        self.calls.append("list")
+        result: tuple[str, list[dict[str, Any]]] = self._next()
+        return result
+
+    def watch_node_pods(
+        self, node_name: str, resource_version: str
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        self.calls.append(f"watch@{resource_version}")
+        events = self._next()
+        yield from events
+
+
+def test_list_watch_relist_on_gone_and_backoff() -> None:
+    stop = threading.Event()
+    changes: list[int] = []
+    connection: list[bool] = []
+    source = ScriptedSource(
+        stop,
+        [
+            ("10", [_pod("a", "9")]),
+            [("ADDED", _pod("b", "11")), ("BOOKMARK", {"metadata": {"resourceVersion": "15"}})],
+            [("MODIFIED", _pod("a", "16", phase="Succeeded")), ("DELETED", _pod("b", "17"))],
+            Gone("too old", 410),
+            Retryable("connection refused"),
+            ("20", [_pod("c", "19")]),
+        ],
+    )
+    cache = PodCache(
+        source,
+        "node",
+        on_change=lambda: changes.append(1),
+        on_connection=connection.append,
+        rng=random.Random(0),
+    )
+    cache.run(stop)
+    assert source.calls == ["list", "watch@10", "watch@15", "watch@17", "list", "list"]
+    assert list(cache.snapshot()) == ["ns/c"]
+    assert connection[-2:] == [False, True]
+    assert cache.synced.is_set()
+
+
+def test_notifies_only_on_decision_relevant_changes() -> None:
+    changes: list[int] = []
+    cache = PodCache(
+        ScriptedSource(threading.Event(), []), "node", on_change=lambda: changes.append(1)
+    )
+    cache.upsert(_pod("a", "1"))
+    cache.upsert(_pod("a", "2"))  # only the resourceVersion moved (a status heartbeat)
+    assert len(changes) == 1
+    cache.upsert(_pod("a", "1", phase="Failed"))  # older than what the cache holds: ignored
+    assert cache.get("ns/a").phase == "Running"  # type: ignore[union-attr]
+    cache.upsert(_pod("a", "3", phase="Failed"))
+    assert len(changes) == 2
+    cache.upsert(_pod("a", "4", phase="Failed"), notify=False)
+    assert len(changes) == 2
+    cache.upsert(_pod("a", "1", uid="new"))  # a new pod under the name replaces the old
+    assert cache.get("ns/a").uid == "new-a"  # type: ignore[union-attr]
+    cache.forget("ns/a", "u-a")  # the old uid: nothing to forget
+    assert cache.get("ns/a") is not None
+    cache.forget("ns/a", "new-a")
+    assert cache.get("ns/a") is None
