@@ -21,7 +21,7 @@ from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher, PatchResult, changes_for
 from exporter.placement import PodPlacement, annotation_values, derive_placement
 from exporter.pod_cache import PodCache
-from exporter.podresources_client import PodResourcesError
+from exporter.podresources_client import PodResourcesError, PodResourcesUnimplemented
 from exporter.pods import PodView, pod_view
 from exporter.resources import AllocatableResources, PodResources
 
@@ -98,7 +98,12 @@ class Reconciler:
             or stale
             or self._podresources.generation != self._allocatable_generation
         ):
-            allocatable = self._podresources.allocatable()
+            try:
+                allocatable = self._podresources.allocatable()
+            except PodResourcesUnimplemented:
+                # kubelets before 1.23 (or with the feature off): no Memory Manager view,
+                # so memory groups are judged from the reported blocks alone
+                allocatable = AllocatableResources()
             if self._allocatable is not None and allocatable != self._allocatable:
                 log.info("allocatable resources changed; re-deriving every pod")
                 self._memo.clear()
