@@ -37,7 +37,7 @@ def explain(
     """Why no mask is preferred by every resource, in the terms of the two passes."""
     problems: list[str] = []
     for h in hints:
-        if not h.feasible:
+        if not h.any_feasible:
             problems.append(f"{h.resource}: {h.request} not available in any NUMA combination")
         elif single_node and h.min_width > 1:
             problems.append(f"{h.resource}: {h.request} needs {h.min_width} NUMA zones by capacity")

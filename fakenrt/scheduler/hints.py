@@ -34,16 +34,16 @@ from fakenrt.scheduler.masks import all_masks, bits, count, mask_of, subset_sums
 
 @dataclass(frozen=True)
 class ResourceHints:
-    """One provider resource's hints: the preferred width and every feasible mask."""
+    """One provider resource's hints: the preferred width, the preferred masks (feasible
+    masks of that width), whether any mask at all is feasible, and - for the Memory
+    Manager, whose feasibility is not monotone in the mask - every feasible mask."""
 
     resource: str
     request: int
     min_width: int
-    feasible: tuple[int, ...]
-
-    @property
-    def preferred(self) -> tuple[int, ...]:
-        return tuple(m for m in self.feasible if count(m) == self.min_width)
+    preferred: tuple[int, ...]
+    any_feasible: bool
+    feasible: tuple[int, ...] = ()
 
 
 def _counting_hints(
@@ -55,20 +55,31 @@ def _counting_hints(
     reusable: Mapping[int, int],
     request: int,
 ) -> ResourceHints:
+    masks = all_masks(ids)
     cap_sums = subset_sums(ids, dict(capacity))
+    # Masks come narrowest first: the first one whose capacity covers the request sets the
+    # preferred width (every zone when none does, as the kubelet initialises it).
+    min_width = len(ids)
+    for mask in masks:
+        if cap_sums[mask] >= request:
+            min_width = count(mask)
+            break
     free_sums = subset_sums(ids, {z: max(v, 0) for z, v in available.items()})
     reuse_total = sum(reusable.values())
     must_include = mask_of(z for z, v in reusable.items() if v > 0)
-    min_width = len(ids)
-    feasible: list[int] = []
-    for mask in all_masks(ids):
-        if cap_sums[mask] >= request and count(mask) < min_width:
-            min_width = count(mask)
-        if mask & must_include != must_include:
-            continue
-        if free_sums[mask] + reuse_total >= request:
-            feasible.append(mask)
-    return ResourceHints(resource, request, min_width, tuple(feasible))
+    preferred = tuple(
+        m
+        for m in masks
+        if count(m) == min_width
+        and m & must_include == must_include
+        and free_sums[m] + reuse_total >= request
+    )
+    # More zones never hold less, so some mask is feasible iff the widest one is.
+    widest = mask_of(ids)
+    any_feasible = bool(ids) and (
+        widest & must_include == must_include and free_sums[widest] + reuse_total >= request
+    )
+    return ResourceHints(resource, request, min_width, preferred, any_feasible)
 
 
 def cpu_hints(ledger: ZoneLedger, request: int, reusable: Mapping[int, int]) -> ResourceHints:
@@ -123,23 +134,37 @@ def memory_hints(
     free_sums = {t: subset_sums(ids, {z: max(ledger.free(z, t), 0) for z in ids}) for t in request}
     cells = ledger.cells
     assignments = ledger.assignments
+    # Zones that hold memory blocks (group rules apply to masks touching them) and zones
+    # in a multi-node group (they cannot serve a one-node block).
+    busy = mask_of(z for z in ids if assignments[z] > 0)
+    grouped = mask_of(z for z in ids if len(cells[z]) > 1)
+    kinds = [(alloc_sums[t], free_sums[t], t, size) for t, size in request.items()]
     min_width = len(ids)
     feasible: list[int] = []
     for mask in all_masks(ids):
-        if any(alloc_sums[t][mask] < size for t, size in request.items()):
+        if any(alloc[mask] < size for alloc, _, _, size in kinds):
             continue
-        width = count(mask)
+        width = mask.bit_count()
         min_width = min(min_width, width)
-        zones = bits(mask)
         if width == 1:
-            if len(cells[zones[0]]) > 1:
+            if mask & grouped:
                 continue
+        elif mask & busy:
+            group = frozenset(bits(mask))
+            if any(
+                assignments[z] > 0 and (len(cells[z]) == 1 or cells[z] != group)
+                for z in bits(mask & busy)
+            ):
+                continue
+        reuse = reusable.get(mask)
+        if reuse:
+            ok = all(free[mask] + reuse.get(t, 0) >= size for _, free, t, size in kinds)
         else:
-            group = frozenset(zones)
-            if any(assignments[z] > 0 and (len(cells[z]) == 1 or cells[z] != group) for z in zones):
-                continue
-        reuse = reusable.get(mask, {})
-        if all(free_sums[t][mask] + reuse.get(t, 0) >= size for t, size in request.items()):
+            ok = all(free[mask] >= size for _, free, _, size in kinds)
+        if ok:
             feasible.append(mask)
     total = sum(request.values())
-    return ResourceHints(memory_label(request), total, min_width, tuple(feasible))
+    preferred = tuple(m for m in feasible if count(m) == min_width)
+    return ResourceHints(
+        memory_label(request), total, min_width, preferred, bool(feasible), tuple(feasible)
+    )

@@ -7,7 +7,8 @@ numeric value ("more lower-numbered bits set wins": ``IsNarrowerThan`` / ``IsLes
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
+from functools import lru_cache
 from itertools import combinations
 
 
@@ -19,6 +20,7 @@ def mask_of(ids: Iterable[int]) -> int:
     return mask
 
 
+@lru_cache(maxsize=4096)
 def bits(mask: int) -> tuple[int, ...]:
     """The NUMA ids set in ``mask``, ascending."""
     out: list[int] = []
@@ -40,13 +42,19 @@ def narrowness(mask: int) -> tuple[int, int]:
     return (mask.bit_count(), mask)
 
 
-def all_masks(ids: Iterable[int]) -> Iterator[int]:
+def all_masks(ids: Iterable[int]) -> tuple[int, ...]:
     """Every non-empty mask over ``ids``, narrowest first and, within a width, in the
     kubelet's ``IterateBitMasks`` order (combinations of the sorted ids)."""
-    ordered = sorted(set(ids))
-    for width in range(1, len(ordered) + 1):
-        for combo in combinations(ordered, width):
-            yield mask_of(combo)
+    return _all_masks(tuple(sorted(set(ids))))
+
+
+@lru_cache(maxsize=256)
+def _all_masks(ordered: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(
+        mask_of(combo)
+        for width in range(1, len(ordered) + 1)
+        for combo in combinations(ordered, width)
+    )
 
 
 def subset_sums(ids: tuple[int, ...], values: dict[int, int]) -> dict[int, int]:

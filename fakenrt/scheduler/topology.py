@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import combinations
 
 POLICY_NONE = "none"
 POLICY_BEST_EFFORT = "best-effort"
@@ -62,16 +64,39 @@ class NumaTopology:
             names.update(zone.capacity)
         return frozenset(names)
 
+    @cached_property
+    def _by_id(self) -> dict[int, ZoneResources]:
+        return {z.id: z for z in self.zones}
+
     def zone(self, numa_id: int) -> ZoneResources:
-        for z in self.zones:
-            if z.id == numa_id:
-                return z
-        raise KeyError(numa_id)
+        return self._by_id[numa_id]
+
+    @cached_property
+    def distances(self) -> dict[tuple[int, int], int]:
+        """NUMA distance from zone ``a`` to zone ``b`` for every pair (from NRT ``costs``;
+        10 to itself and 20 to others where NRT gives none)."""
+        out: dict[tuple[int, int], int] = {}
+        for a in self.zones:
+            for b in self.zones:
+                cost = a.costs.get(b.id)
+                if cost is None:
+                    cost = LOCAL_DISTANCE if a.id == b.id else REMOTE_DISTANCE
+                out[(a.id, b.id)] = cost
+        return out
 
     def distance(self, a: int, b: int) -> int:
-        """NUMA distance from zone ``a`` to zone ``b`` (from NRT ``costs``; 10 to itself and
-        20 to others when NRT gives none)."""
-        cost = self.zone(a).costs.get(b)
-        if cost is not None:
-            return cost
-        return LOCAL_DISTANCE if a == b else REMOTE_DISTANCE
+        return self.distances[(a, b)]
+
+    @cached_property
+    def combinations(self) -> dict[int, tuple[tuple[tuple[int, ...], int, int], ...]]:
+        """Width -> every combination of that many zones (lowest ids first) as
+        ``(zone ids, mask, sum of distances over its ordered pairs)``."""
+        out: dict[int, tuple[tuple[tuple[int, ...], int, int], ...]] = {}
+        ids = self.zone_ids
+        d = self.distances
+        for width in range(1, len(ids) + 1):
+            out[width] = tuple(
+                (combo, sum(1 << i for i in combo), sum(d[(a, b)] for a in combo for b in combo))
+                for combo in combinations(ids, width)
+            )
+        return out

@@ -20,8 +20,8 @@ and scores 100; a step that fits no combination scores the node 0.
 from __future__ import annotations
 
 from fractions import Fraction
-from itertools import combinations
 
+from fakenrt.scheduler.masks import subset_sums
 from fakenrt.scheduler.scoring.base import MAX_SCORE, MIN_SCORE, ScoreInput
 from fakenrt.scheduler.topology import NumaTopology
 
@@ -42,28 +42,26 @@ def normalize(numa_nodes: int, close: bool) -> int:
 def least_numa_nodes(inp: ScoreInput) -> int:
     topology = inp.ledger.topology
     ids = topology.zone_ids
-    free = {z: dict(inp.ledger.available[z]) for z in ids}
-    widest = 0
-    close = True
     steps = [u.amounts() for u in inp.units if not u.empty]
     if not steps:
         return MAX_SCORE
+    by_width = topology.combinations
+    least = {w: min(row[2] for row in rows) for w, rows in by_width.items()}
+    free = {z: dict(inp.ledger.available[z]) for z in ids}
+    widest = 0
+    close = True
     for request in steps:
+        sums = {r: subset_sums(ids, {z: max(free[z].get(r, 0), 0) for z in ids}) for r in request}
         found: tuple[int, tuple[int, ...], bool] | None = None
         for width in range(1, len(ids) + 1):
-            combos = list(combinations(ids, width))
-            distances = {c: average_distance(topology, c) for c in combos}
-            least = min(distances.values())
-            best: tuple[int, ...] | None = None
-            for combo in combos:
-                fits = all(
-                    sum(max(free[z].get(r, 0), 0) for z in combo) >= amount
-                    for r, amount in request.items()
-                )
-                if fits and (best is None or distances[combo] < distances[best]):
-                    best = combo
+            best: tuple[tuple[int, ...], int] | None = None
+            for combo, mask, total in by_width[width]:
+                if all(sums[r][mask] >= amount for r, amount in request.items()) and (
+                    best is None or total < best[1]
+                ):
+                    best = (combo, total)
             if best is not None:
-                found = (width, best, distances[best] == least)
+                found = (width, best[0], best[1] == least[width])
                 break
         if found is None:
             return MIN_SCORE
