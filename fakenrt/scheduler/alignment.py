@@ -61,7 +61,11 @@ class _Walk:
                 device_hints(self.scratch, name, unit.devices[name], self.reusable.get(name, {}))
             )
         if unit.memory:
-            out.append(memory_hints(self.scratch, unit.memory, self.memory_reusable))
+            memory = memory_hints(self.scratch, unit.memory, self.memory_reusable)
+            # No feasible mask: the Memory Manager returns no hints, which the Topology
+            # Manager reads as "no preference"; its Allocate then decides (below).
+            if memory.any_feasible:
+                out.append(memory)
         return out
 
     def _take(
@@ -130,52 +134,65 @@ class _Walk:
             self.blocks.append(block)
             self.scratch.charge(Placement(memory_blocks=(block,)))
 
-    def _memory_mask(self, name: str, memory: Mapping[str, int], mask: int) -> int | str:
+    def _memory_mask(self, name: str, memory: Mapping[str, int], mask: int | None) -> int | str:
         """The mask the Memory Manager allocates a container's memory in, given the
-        Topology Manager's (preferred) ``mask`` - or why it fails (``Allocate`` in
-        ``memorymanager/policy_static.go``): the mask's free bytes must cover the request
+        Topology Manager's hint - or why it fails (``Allocate`` in
+        ``memorymanager/policy_static.go``). No NUMA affinity: the container's own best hint,
+        which must be preferred. Otherwise the mask's free bytes must cover the request
         (``isAffinitySatisfyRequest``), else it is extended to the narrowest feasible hint
-        containing it, which must be preferred (``extendTopologyManagerHint``); the result
+        containing it, which must be preferred (``extendTopologyManagerHint``). The result
         must respect the groups. A failure is the kubelet's UnexpectedAdmissionError."""
-        zones = bits(mask)
-        best = mask
-        if not all(
-            sum(max(self.scratch.free(z, t), 0) for z in zones) >= size
-            for t, size in memory.items()
-        ):
+        if mask is None:
             hints = memory_hints(self.scratch, memory, self.memory_reusable)
-            wider = [m for m in hints.feasible if m & mask == mask]
-            if not wider:
+            if not hints.feasible:
+                return f"memory manager: container {name}: {hints.resource} fits no NUMA zones"
+            if not hints.preferred:
                 return (
-                    f"memory manager: container {name}: {hints.resource} does not fit NUMA "
-                    f"zones {list(zones)} or any wider set holding them"
+                    f"memory manager: container {name}: {hints.resource} fits only "
+                    "non-preferred NUMA zones"
                 )
-            preferred = [m for m in wider if count(m) == hints.min_width]
-            if not preferred:
-                return (
-                    f"memory manager: container {name}: {hints.resource} fits around NUMA "
-                    f"zones {list(zones)} only on a non-preferred set"
-                )
-            best = min(preferred, key=narrowness)
+            best = min(hints.preferred, key=narrowness)
+        else:
+            zones = bits(mask)
+            best = mask
+            if not all(
+                sum(max(self.scratch.free(z, t), 0) for z in zones) >= size
+                for t, size in memory.items()
+            ):
+                hints = memory_hints(self.scratch, memory, self.memory_reusable)
+                wider = [m for m in hints.feasible if m & mask == mask]
+                if not wider:
+                    return (
+                        f"memory manager: container {name}: {hints.resource} does not fit "
+                        f"NUMA zones {list(zones)} or any wider set holding them"
+                    )
+                preferred = [m for m in wider if count(m) == hints.min_width]
+                if not preferred:
+                    return (
+                        f"memory manager: container {name}: {hints.resource} fits around "
+                        f"NUMA zones {list(zones)} only on a non-preferred set"
+                    )
+                best = min(preferred, key=narrowness)
         if _violates_groups(self.scratch, best):
             return f"memory manager: container {name}: NUMA zones {list(bits(best))} break a group"
         return best
 
-    def allocate(self, unit: AlignmentUnit, mask: int) -> str | None:
-        """Take the step's resources inside ``mask``; returns why the kubelet's allocation
-        would fail (None when it succeeds)."""
-        zones = bits(mask)
-        if unit.cpu:
-            self._take(unit, "cpu", unit.cpu, zones)
-        for name in sorted(unit.devices):
-            self._take(unit, name, unit.devices[name], zones)
-        if unit.kind != UnitKind.POD:
-            if unit.memory:
-                self._take_memory(unit.kind, unit.memory, mask)
-            return None
-        # Pod scope: every container allocates its own memory inside the pod's mask, init
-        # containers first (``scope_pod.go`` then the Memory Manager's ``Allocate``).
-        for name, kind, memory in unit.container_memory:
+    def allocate(self, unit: AlignmentUnit, mask: int | None) -> str | None:
+        """Take the step's resources inside ``mask`` (None: no provider had a preference);
+        returns why the kubelet's allocation would fail (None when it succeeds)."""
+        if mask is not None:
+            zones = bits(mask)
+            if unit.cpu:
+                self._take(unit, "cpu", unit.cpu, zones)
+            for name in sorted(unit.devices):
+                self._take(unit, name, unit.devices[name], zones)
+        if unit.kind == UnitKind.POD:
+            # Pod scope: every container allocates its own memory inside the pod's hint,
+            # init containers first (``scope_pod.go``, then the Memory Manager's Allocate).
+            steps = unit.container_memory
+        else:
+            steps = ((unit.container or "", unit.kind, unit.memory),) if unit.memory else ()
+        for name, kind, memory in steps:
             chosen = self._memory_mask(name, memory, mask)
             if isinstance(chosen, str):
                 return chosen
@@ -205,10 +222,9 @@ def walk_units(ledger: ZoneLedger, units: tuple[AlignmentUnit, ...], choose: Cho
         if choice.reason is not None:
             return Evaluation(fit=False, reason=choice.reason, masks=tuple(masks))
         masks.append(choice.mask)
-        if choice.mask is not None:
-            problem = walk.allocate(unit, choice.mask)
-            if problem is not None:
-                return Evaluation(fit=False, reason=problem, masks=tuple(masks))
+        problem = walk.allocate(unit, choice.mask)
+        if problem is not None:
+            return Evaluation(fit=False, reason=problem, masks=tuple(masks))
     placement = Placement(
         amounts={z: dict(a) for z, a in sorted(walk.amounts.items())},
         memory_blocks=tuple(walk.blocks),

@@ -135,7 +135,7 @@ GPU2_CPU64 = [{"capacity": {"cpu": 64, GPU: 2, "memory": 64 * GI}}] * 2
             one({"cpu": 2, "memory": "4Gi"}),
             False,
             (),
-            "memory: 4294967296 not available in any NUMA combination",
+            "memory manager: container main: memory does not fit NUMA zones [0]",
             id="memory-nowhere-free-reject",
         ),
     ],

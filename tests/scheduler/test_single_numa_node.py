@@ -146,3 +146,32 @@ def test_zone_ledger_copy_is_independent() -> None:
     other = book.copy()
     other.charge(Placement(amounts={0: {"cpu": 3}}))
     assert book.free(0, "cpu") == 8 and other.free(0, "cpu") == 5
+
+
+def test_pod_scope_memory_with_no_feasible_mask_is_no_preference() -> None:
+    """The Memory Manager returns no hints when no mask can hold the pod-level memory; the
+    Topology Manager reads that as "no preference" and admits, and each container then
+    gets its own preferred mask (``Allocate`` with no NUMA affinity)."""
+    topo = topology(
+        [
+            {"capacity": {"memory": 6 * GI}, "available": {"memory": 4 * GI}},
+            {"capacity": {"memory": 4 * GI}},
+        ],
+        policy="single-numa-node",
+        scope="pod",
+    )
+    book = ledger(topo)
+    book.charge(Placement(memory_blocks=(frozenset({0}),)))  # zone 0 holds a one-zone block
+    pod = pod_from_manifest(
+        pod_manifest(
+            "p",
+            [
+                container("a", {"cpu": "1", "memory": "4Gi"}),
+                container("b", {"cpu": 1, "memory": "1Gi"}),
+            ],
+        )
+    )
+    result = PLUGIN.filter(pod, topo, book)
+    assert result.fit, result.reason
+    assert result.placement.amounts == {0: {"memory": 4 * GI}, 1: {"memory": GI}}
+    assert result.placement.memory_blocks == (frozenset({0}), frozenset({1}))
