@@ -64,7 +64,7 @@ class Exporter:
         self.health = Health(
             clock=clock,
             window=options.readiness_window,
-            stall_after_s=max(60.0, 10 * options.poll_interval_s + 4 * options.rpc_timeout_s),
+            stall_after_s=max(120.0, 10 * options.poll_interval_s + 4 * options.rpc_timeout_s),
         )
         self.podresources = PodResourcesClient(
             options.podresources_socket,

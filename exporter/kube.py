@@ -23,7 +23,7 @@ from exporter import __version__
 from exporter.kubeconfig import ClusterConfig
 
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
-DEFAULT_READ_TIMEOUT_S = 30.0
+DEFAULT_READ_TIMEOUT_S = 10.0
 WATCH_TIMEOUT_S = 60
 TOKEN_REREAD_S = 60.0
 MERGE_PATCH = "application/merge-patch+json"

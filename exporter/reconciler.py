@@ -193,10 +193,12 @@ class Reconciler:
             unknown |= memo.placement.unknown_cpus
             aligned += memo.placement.holds_aligned_resources
             changes = changes_for(pod, memo.desired)
-            if changes:
+            # once a patch found the API server unreachable, the rest wait for the next
+            # pass: a hung server must not hold one pass for (pods x timeouts)
+            if changes and report.api_ok:
                 result, reached = self._write(pod, changes)
                 report.patches[result] = report.patches.get(result, 0) + 1
-                report.api_ok = report.api_ok and reached
+                report.api_ok = reached
         for key in [k for k in self._memo if k not in seen]:
             del self._memo[key]
 

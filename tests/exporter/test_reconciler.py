@@ -19,7 +19,8 @@ from prometheus_client import CollectorRegistry
 
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
 from exporter.health import Health
-from exporter.kube import PodApi
+from exporter.kube import KubeClient, PodApi
+from exporter.kubeconfig import ClusterConfig
 from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher
 from exporter.pod_cache import PodCache
@@ -334,3 +335,34 @@ def test_a_pod_unknown_to_the_api_is_skipped(harness: Harness) -> None:
     create_pod(h.api, h.namespace, "gpu-cpu", node=h.node)
     h.sync()
     assert h.run().patches == {"applied": 1}
+
+
+def test_unreachable_api_stops_the_pass_after_one_failed_patch(
+    harness: Harness, control_plane: ControlPlane, sysfs_root: Path
+) -> None:
+    h = harness
+    for template in (s.CPU_ONLY, s.GPU_AND_CPU, s.SHARED_POOL):
+        create_pod(h.api, h.namespace, template.name, node=h.node)
+    h.fake.set_pods([h.report(s.CPU_ONLY), h.report(s.GPU_AND_CPU), h.report(s.SHARED_POOL)])
+    h.sync()
+    dead = PodApi(
+        KubeClient(
+            ClusterConfig(server="https://127.0.0.1:1", ca_file=control_plane.ca_file, token="t"),
+            connect_timeout_s=1,
+        )
+    )
+    delays: list[float] = []
+    reconciler = Reconciler(
+        podresources=PodResourcesClient(h.fake.socket_path),
+        cache=h.cache,
+        patcher=Patcher(dead, sleep=delays.append, rng=random.Random(1)),
+        load_cpu_map=lambda: read_cpu_numa_map(sysfs_root),
+        metrics=ExporterMetrics(CollectorRegistry()),
+        health=h.health,
+        clock=time.monotonic,
+        wall_clock=time.time,
+    )
+    result = reconciler.run_once()
+    assert (result.patches, result.api_ok, len(delays)) == ({"failed": 1}, False, 3)
+    # the API is back: the next pass writes every pod
+    assert h.run().patches == {"applied": 3}
