@@ -150,8 +150,9 @@ def in_process(cp: ControlPlane, api: client.ApiClient, sysfs: Path, sock_dir: P
     _, items = pod_api.list_node_pods(NODE)
     cache.replace(items)
     cache.connected = True
+    podresources = PodResourcesClient(fake.socket_path)
     reconciler = Reconciler(
-        podresources=PodResourcesClient(fake.socket_path),
+        podresources=podresources,
         cache=cache,
         patcher=Patcher(pod_api, sleep=time.sleep, rng=random.Random(0)),
         load_cpu_map=lambda: read_cpu_numa_map(sysfs),
@@ -183,6 +184,7 @@ def in_process(cp: ControlPlane, api: client.ApiClient, sysfs: Path, sock_dir: P
         f"p99 {samples[int(len(samples) * 0.99)] * 1e3:.2f} ms over {len(samples)} passes "
         f"(target <= 10 ms); writes in those passes: {writes} (target 0)"
     )
+    podresources.close()
     fake.stop()
 
 
