@@ -50,6 +50,8 @@ def test_kubeconfig_fields_and_relative_paths(tmp_path: Path) -> None:
     assert config.client_cert_file is not None and config.client_key_file is not None
     assert config.client_cert_file.read_bytes() == b"cert"
     assert config.client_key_file.read_bytes() == b"key"
+    config.client_cert_file.unlink()
+    config.client_key_file.unlink()
 
 
 @pytest.mark.parametrize(
