@@ -201,11 +201,14 @@ class _Walk:
 
 
 def _violates_groups(ledger: ZoneLedger, mask: int) -> bool:
+    """``isAffinityViolatingNUMAAllocations``: a multi-zone mask over zones already used by
+    one-zone blocks or by another group. A one-zone mask never violates here (unlike the
+    hint filter, which keeps grouped zones out of one-zone hints)."""
     zones = bits(mask)
+    if len(zones) == 1:
+        return False
     cells = ledger.cells
     assignments = ledger.assignments
-    if len(zones) == 1:
-        return len(cells[zones[0]]) > 1
     group = frozenset(zones)
     return any(assignments[z] > 0 and (len(cells[z]) == 1 or cells[z] != group) for z in zones)
 
