@@ -10,7 +10,8 @@ plugin's verdict on it must equal the simulator's topology verdict. NRT cannot c
 Memory Manager groups; the test adds the simulator's memory blocks to the ledger, as the
 observed memory-groups annotation does in a cluster. Pods the simulator refuses for
 whole-node reasons (``OutOf...``) are not compared: the scheduler loop checks those
-before the plugin.
+before the plugin. Under single-numa-node (every step one zone) the placement the
+reservation would charge must also equal what the simulator took, zone by zone.
 """
 
 from __future__ import annotations
@@ -151,5 +152,23 @@ def test_plugin_verdict_equals_the_kubelet_simulator_on_exact_nrt(
         )
         compared += 1
         if result.admit:
+            before = state.zone_usage()
             state.admit(pod)
+            if profile.kubelet.topology_manager_policy == "single-numa-node" and not (
+                pod.init_containers
+            ):
+                # One zone per step: the reservation charges exactly what the kubelet took.
+                assert verdict.placement.amounts == usage_delta(before, state.zone_usage())
     assume(compared > 0)
+
+
+def usage_delta(
+    before: dict[int, dict[str, int]], after: dict[int, dict[str, int]]
+) -> dict[int, dict[str, int]]:
+    out: dict[int, dict[str, int]] = {}
+    for zone, amounts in after.items():
+        changed = {k: v - before[zone].get(k, 0) for k, v in amounts.items()}
+        changed = {k: v for k, v in changed.items() if v}
+        if changed:
+            out[zone] = changed
+    return out
