@@ -1,0 +1,76 @@
+"""Reading pods from the watch, the recovery order, and the status bodies."""
+
+from __future__ import annotations
+
+import pytest
+
+from fakenrt.controller.nodeobjects import NodeIdentity
+from fakenrt.controller.pods import SEQUENCE_ANNOTATION, observe_pod, recovery_order
+from fakenrt.controller.podstatus import rejected_status, running_status
+from tests.controller.podmanifests import pod
+
+
+def _with(seq: str | None, created: str, name: str) -> dict[str, object]:
+    manifest = pod(name, "n", created=created)
+    if seq is not None:
+        manifest["metadata"]["annotations"][SEQUENCE_ANNOTATION] = seq
+    return manifest
+
+
+def test_recovery_order_is_sequence_then_creation_then_name() -> None:
+    manifests = [
+        _with(None, "2027-01-01T00:00:05Z", "late-new"),
+        _with("3", "2027-01-01T00:00:00Z", "third"),
+        _with(None, "2027-01-01T00:00:01Z", "b-new"),
+        _with("1", "2027-01-01T00:00:09Z", "first"),
+        _with(None, "2027-01-01T00:00:01Z", "a-new"),
+        _with("junk", "2027-01-01T00:00:02Z", "bad-seq"),
+    ]
+    ordered = sorted((observe_pod(m) for m in manifests), key=recovery_order)
+    assert [p.name for p in ordered] == ["first", "third", "a-new", "b-new", "bad-seq", "late-new"]
+
+
+@pytest.mark.parametrize(
+    ("patch", "field"),
+    [
+        pytest.param({"cpu": "lots"}, "cpu", id="bad-quantity"),
+        pytest.param({"cpu": "-1"}, "negative", id="negative"),
+    ],
+)
+def test_unreadable_resources_keep_the_error_naming_pod_and_field(
+    patch: dict[str, str], field: str
+) -> None:
+    manifest = pod("p", "n")
+    manifest["spec"]["containers"][0]["resources"]["limits"].update(patch)
+    observed = observe_pod(manifest)
+    assert observed.spec is None
+    assert observed.error is not None and "ns/p" in observed.error and field in observed.error
+
+
+def test_running_status_marks_sidecars_running_and_init_containers_completed() -> None:
+    manifest = pod("p", "n")
+    manifest["spec"]["initContainers"] = [
+        {"name": "setup", "image": "busybox"},
+        {"name": "proxy", "image": "envoy", "restartPolicy": "Always"},
+    ]
+    ident = NodeIdentity("n", 300)
+    status = running_status(
+        observe_pod(manifest),
+        admitted_at=0,
+        at=1,
+        host_ip=ident.internal_ip,
+        pod_ip=ident.pod_ip(7),
+    )
+    assert status["podIP"] == "10.2.44.7" and status["hostIP"] == "100.64.1.45"
+    inits = {s["name"]: s for s in status["initContainerStatuses"]}
+    assert inits["setup"]["state"]["terminated"]["reason"] == "Completed"
+    assert inits["proxy"]["ready"] and "running" in inits["proxy"]["state"]
+    assert status["containerStatuses"][0]["containerID"].startswith("fakenrt://")
+
+
+def test_rejected_status_is_exactly_the_kubelets() -> None:
+    assert rejected_status(reason="OutOfcpu", message="Node didn't have enough resource: cpu") == {
+        "phase": "Failed",
+        "reason": "OutOfcpu",
+        "message": "Pod was rejected: Node didn't have enough resource: cpu",
+    }
