@@ -21,7 +21,14 @@ from typing import Any
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from fakenrt.kubelet.allocation import TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR
+from exporter.placement import annotation_values, derive_placement
+from exporter.resources import ContainerResources, DeviceAssignment, PodResources
+from exporter.resources import MemoryBlock as ResourcesMemoryBlock
+from fakenrt.kubelet.allocation import (
+    INIT,
+    TOPOLOGY_AFFINITY_ERROR,
+    UNEXPECTED_ADMISSION_ERROR,
+)
 from fakenrt.kubelet.node import NodeState
 from fakenrt.nrt import render_nrt
 from fakenrt.podspec import PodSpec, pod_from_manifest
@@ -30,6 +37,7 @@ from fakenrt.scheduler.args import PluginArgs
 from fakenrt.scheduler.ledger import ZoneLedger
 from fakenrt.scheduler.nrt import read_nrt
 from fakenrt.scheduler.plugin import NumaPlugin
+from fakenrt.scheduler.reconstruction import NodePod, reconstruct
 
 GPU = "nvidia.com/gpu"
 TOPOLOGY_REASONS = (TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR)
@@ -172,3 +180,80 @@ def usage_delta(
         if changed:
             out[zone] = changed
     return out
+
+
+def observed_pods(state: NodeState) -> list[NodePod]:
+    """The node's pods as a cluster would show them: each with the observed annotations
+    the exporter derives from the podresources report of the simulator's allocation
+    (which, like the kubelet's, lists app containers and native sidecars only)."""
+    profile = state.profile
+    cpu_to_numa = {cpu: zone.id for zone in profile.zones for cpu in zone.cpus}
+    device_numa = {
+        (name, device): zone.id
+        for zone in profile.zones
+        for name, dset in zone.devices.items()
+        for device in dset.ids
+    }
+    out = []
+    for allocation in state.allocations().values():
+        containers = tuple(
+            ContainerResources(
+                name=c.name,
+                cpu_ids=tuple(sorted(c.cpus)),
+                devices=tuple(
+                    DeviceAssignment(name, (d,), (device_numa[(name, d)],))
+                    for name, ids in sorted(c.devices.items())
+                    for d in ids
+                ),
+                memory=tuple(
+                    ResourcesMemoryBlock(b.type, b.size, tuple(sorted(b.numa))) for b in c.memory
+                ),
+            )
+            for c in allocation.containers
+            if c.kind != INIT
+        )
+        report = PodResources(allocation.namespace, allocation.name, containers)
+        values = annotation_values(derive_placement(report, cpu_to_numa))
+        annotations = {k: v for k, v in values.items() if v is not None}
+        spec = PodSpec(
+            namespace=allocation.namespace, name=allocation.name, annotations=annotations
+        )
+        out.append(NodePod(spec=spec, phase="Running"))
+    return out
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(raw=profiles(), data=st.data())
+def test_reconstruction_from_observed_annotations_gives_the_kubelet_verdict(
+    raw: dict[str, Any], data: st.DataObject
+) -> None:
+    """Appendix A end to end: allocatable minus the placements the exporter observes is as
+    good as exact NRT. Pods with regular init containers are left out: podresources does
+    not list those containers, so what they keep (CPUs no app container reused) is not
+    observable."""
+    (profile,) = parse_profiles(raw, source="hypothesis")
+    state = NodeState.from_profile(profile)
+    compared = 0
+    for i in range(data.draw(st.integers(1, 4))):
+        pod = data.draw(pods(i))
+        if any(not c.restartable for c in pod.init_containers):
+            continue
+        topology = read_nrt(render_nrt(profile, usage=None), source="rendered")
+        rebuilt = reconstruct(topology, observed_pods(state))
+        verdict = plugin_for(state).filter(pod, topology, rebuilt.ledger)
+        result = state.copy().admit(pod)
+        if not result.admit and result.reason not in TOPOLOGY_REASONS:
+            continue
+        assert verdict.fit is result.admit, (
+            f"plugin fit={verdict.fit} ({verdict.reason}) but kubelet "
+            f"admit={result.admit} ({result.reason}: {result.message}) for {pod} "
+            f"on {profile} with pods {list(state.allocations())}"
+        )
+        compared += 1
+        if result.admit:
+            state.admit(pod)
+    assume(compared > 0)
