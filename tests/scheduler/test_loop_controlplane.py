@@ -9,13 +9,16 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 
 from exporter.annotations import OBSERVED_PLACEMENT, PREDICTED_PLACEMENT, parse_placement
+from fakenrt.cli import main
 from fakenrt.scheduler.args import PluginArgs
 from fakenrt.scheduler.backoff import Backoff
 from fakenrt.scheduler.kube import KubeCluster, watch_pods
@@ -23,6 +26,7 @@ from fakenrt.scheduler.loop import Scheduler
 from fakenrt.scheduler.metrics import SchedulerMetrics
 from fakenrt.scheduler.nrt import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.scheduler.plugin import NumaPlugin
+from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.helpers import create_fake_node
 from tests.scheduler.builders import GI, GPU, nrt_object
 
@@ -293,3 +297,36 @@ def test_running_loop_binds_a_new_pod_promptly(env: Env) -> None:
         watcher.join(timeout=15)
     assert not loop.is_alive()
     assert not watcher.is_alive()
+
+
+def test_cli_run_once_binds(env: Env, control_plane: ControlPlane, tmp_path: Path) -> None:
+    node = env.node("n", [GPU_ZONE, GPU_ZONE])
+    env.pod("cli", cpu=2, gpu=1)
+    args = tmp_path / "args.yaml"
+    args.write_text("scoringStrategy: MostAllocated\n")
+    result = CliRunner().invoke(
+        main,
+        [
+            "scheduler",
+            "run",
+            "--kubeconfig",
+            str(control_plane.kubeconfig),
+            "--scheduler-name",
+            env.scheduler_name,
+            "--node-selector",
+            f"numa-test={env.label}",
+            "--args",
+            str(args),
+            "--once",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"bound {env.namespace}/cli -> {node}\n"
+    assert env.read("cli").spec.node_name == node
+
+
+def test_cli_run_rejects_bad_kubeconfig(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yaml"
+    result = CliRunner().invoke(main, ["scheduler", "run", "--kubeconfig", str(missing), "--once"])
+    assert result.exit_code != 0
+    assert str(missing) in result.stderr
