@@ -143,7 +143,7 @@ class _Walk:
         containing it, which must be preferred (``extendTopologyManagerHint``). The result
         must respect the groups. A failure is the kubelet's UnexpectedAdmissionError."""
         if mask is None:
-            hints = memory_hints(self.scratch, memory, self.memory_reusable)
+            hints = memory_hints(self.scratch, memory, self.memory_reusable, full=True)
             if not hints.feasible:
                 return f"memory manager: container {name}: {hints.resource} fits no NUMA zones"
             if not hints.preferred:
@@ -159,7 +159,7 @@ class _Walk:
                 sum(max(self.scratch.free(z, t), 0) for z in zones) >= size
                 for t, size in memory.items()
             ):
-                hints = memory_hints(self.scratch, memory, self.memory_reusable)
+                hints = memory_hints(self.scratch, memory, self.memory_reusable, full=True)
                 wider = [m for m in hints.feasible if m & mask == mask]
                 if not wider:
                     return (

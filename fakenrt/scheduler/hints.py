@@ -120,11 +120,15 @@ def memory_hints(
     ledger: ZoneLedger,
     request: Mapping[str, int],
     reusable: Mapping[int, Mapping[str, int]],
+    *,
+    full: bool = False,
 ) -> ResourceHints:
     """The static Memory Manager's hints: one list for every requested memory type.
 
     ``reusable`` maps a mask to what the pod's init containers hold under exactly that
-    mask (``getPodReusableMemory``).
+    mask (``getPodReusableMemory``). ``feasible`` lists every feasible mask only with
+    ``full`` (the allocation's hint extension needs them); otherwise the scan stops as soon
+    as the preferred masks and whether any mask is feasible are known.
     """
     topo = ledger.topology
     ids = topo.zone_ids
@@ -139,32 +143,36 @@ def memory_hints(
     busy = mask_of(z for z in ids if assignments[z] > 0)
     grouped = mask_of(z for z in ids if len(cells[z]) > 1)
     kinds = [(alloc_sums[t], free_sums[t], t, size) for t, size in request.items()]
-    min_width = len(ids)
-    feasible: list[int] = []
-    for mask in all_masks(ids):
-        if any(alloc[mask] < size for alloc, _, _, size in kinds):
-            continue
-        width = mask.bit_count()
-        min_width = min(min_width, width)
-        if width == 1:
+
+    def feasible_mask(mask: int) -> bool:
+        if mask.bit_count() == 1:
             if mask & grouped:
-                continue
+                return False
         elif mask & busy:
             group = frozenset(bits(mask))
             if any(
                 assignments[z] > 0 and (len(cells[z]) == 1 or cells[z] != group)
                 for z in bits(mask & busy)
             ):
-                continue
+                return False
         reuse = reusable.get(mask)
         if reuse:
-            ok = all(free[mask] + reuse.get(t, 0) >= size for _, free, t, size in kinds)
-        else:
-            ok = all(free[mask] >= size for _, free, _, size in kinds)
-        if ok:
-            feasible.append(mask)
+            return all(free[mask] + reuse.get(t, 0) >= size for _, free, t, size in kinds)
+        return all(free[mask] >= size for _, free, _, size in kinds)
+
+    # Masks come narrowest first, so the first one with enough allocatable of every type
+    # sets the preferred width (every zone when none has).
+    candidates = [m for m in all_masks(ids) if all(alloc[m] >= size for alloc, _, _, size in kinds)]
+    min_width = candidates[0].bit_count() if candidates else len(ids)
     total = sum(request.values())
-    preferred = tuple(m for m in feasible if count(m) == min_width)
-    return ResourceHints(
-        memory_label(request), total, min_width, preferred, bool(feasible), tuple(feasible)
+    if full:
+        feasible = tuple(m for m in candidates if feasible_mask(m))
+        preferred = tuple(m for m in feasible if m.bit_count() == min_width)
+        return ResourceHints(
+            memory_label(request), total, min_width, preferred, bool(feasible), feasible
+        )
+    preferred = tuple(m for m in candidates if m.bit_count() == min_width and feasible_mask(m))
+    any_feasible = bool(preferred) or any(
+        feasible_mask(m) for m in candidates if m.bit_count() != min_width
     )
+    return ResourceHints(memory_label(request), total, min_width, preferred, any_feasible)

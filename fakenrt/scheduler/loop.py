@@ -95,10 +95,10 @@ class Scheduler:
         cycle = SchedulingCycle(snapshot, self.plugin)
         for problem in cycle.problems():
             log.warning("reconstruction: %s", problem)
-        for node, keys in cycle.unplaced().items():
+        for node, unplaced in cycle.unplaced().items():
             # Appendix A: pods with no placement are not guessed; with an exporter this
             # should only last from bind to first observation.
-            log.debug("node %s: pods without a placement annotation: %s", node, ", ".join(keys))
+            log.debug("node %s: pods without a placement annotation: %s", node, ", ".join(unplaced))
         pending = snapshot.pending(self.scheduler_name)
         keys = {p.key for p in pending}
         self.backoff.keep_only(keys)
