@@ -150,6 +150,11 @@ class Executor:
                     self._busy -= 1
                     self._lock.notify_all()
 
+    def counts(self) -> dict[str, int]:
+        """A copy of the write counters (safe from any thread)."""
+        with self._lock:
+            return dict(self.stats)
+
     def _count(self, what: str) -> None:
         with self._lock:
             self.stats[what] += 1

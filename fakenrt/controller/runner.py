@@ -15,6 +15,7 @@ import queue
 import random
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from fakenrt.controller.effects import Effect, ServePodResources
 from fakenrt.controller.executor import Executor
 from fakenrt.controller.fleet import Fleet
 from fakenrt.controller.kube import KubeClient
+from fakenrt.controller.metrics import Snapshot
 from fakenrt.controller.nodeobjects import NodeIdentity
 from fakenrt.controller.registration import register_nodes
 from fakenrt.controller.settings import ControllerSettings
@@ -194,11 +196,32 @@ class Controller:
     # ---- introspection (tests, benchmark) --------------------------------------------
 
     def stats(self) -> dict[str, Any]:
+        """Counters for tests and the benchmark."""
+        snap = self.snapshot()
+        return {
+            **snap.writes,
+            "admitted": snap.admitted,
+            "rejected": snap.rejected,
+            "pending_publications": snap.pending_nrt_changes,
+            "nrt_writes": snap.nrt_writes,
+        }
+
+    def snapshot(self) -> Snapshot:
+        """What the metrics report; safe to call from another thread (reads counters)."""
         fleet = self.fleet
-        out: dict[str, Any] = dict(self.executor.stats) if self.executor else {}
-        if fleet is not None:
-            out["admitted"] = sum(m.admissions for m in fleet.nodes.values())
-            out["rejected"] = sum(m.rejections for m in fleet.nodes.values())
-            out["pending_publications"] = fleet.pending_publications()
-        out["nrt_writes"] = self.nrt.writes
-        return out
+        writes = self.executor.counts() if self.executor else {}
+        if fleet is None:
+            return Snapshot(writes=writes, nrt_writes=self.nrt.writes)
+        models = list(fleet.nodes.values())
+        stages: Counter[str] = Counter()
+        for model in models:
+            stages.update(t.stage.value for t in list(model.pods.values()))
+        return Snapshot(
+            nodes=len(models),
+            admitted=sum(m.admissions for m in models),
+            rejected=sum(m.rejections for m in models),
+            pods=dict(stages),
+            pending_nrt_changes=fleet.pending_publications(),
+            writes=writes,
+            nrt_writes=self.nrt.writes,
+        )

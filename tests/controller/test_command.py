@@ -4,8 +4,10 @@ as a process, stops on SIGTERM and removes its own nodes on request."""
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -25,8 +27,14 @@ OPTIONS = (
     "--kubeconfig", "--profile", "--state-dir", "--controller-name", "--seed", "--nrt-delay",
     "--nrt-jitter", "--nrt-refresh", "--start-delay", "--default-run-duration", "--taint",
     "--no-taint", "--lease-duration", "--lease-renew-interval", "--node-status-interval",
-    "--workers", "--remove-nodes", "--remove-on-exit", "--log-level",
+    "--workers", "--remove-nodes", "--remove-on-exit", "--metrics-bind-address", "--log-level",
 )  # fmt: skip
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def test_help_documents_every_option() -> None:
@@ -102,7 +110,7 @@ def test_remove_nodes_removes_only_this_controllers_nodes(
 def test_daemon_serves_until_sigterm_then_removes_its_nodes(
     kube: KubeClient, control_plane: ControlPlane, tmp_path: Path
 ) -> None:
-    name, controller = unique("fake"), unique("ctl")
+    name, controller, port = unique("fake"), unique("ctl"), free_port()
     profile = tmp_path / "p.yaml"
     profile.write_text(yaml.safe_dump({"nodes": [two_numa_profile(name)]}))
     proc = subprocess.Popen(
@@ -113,6 +121,7 @@ def test_daemon_serves_until_sigterm_then_removes_its_nodes(
             "--controller-name", controller,
             "--state-dir", str(tmp_path / "state"),
             "--remove-on-exit",
+            "--metrics-bind-address", f"127.0.0.1:{port}",
         ],
         cwd=REPO,
         stdout=subprocess.PIPE,
@@ -123,6 +132,10 @@ def test_daemon_serves_until_sigterm_then_removes_its_nodes(
         wait_for(lambda: get_nrt(kube, name), what="NRT of the daemon's node")
         assert (tmp_path / "state" / name / "kubelet.sock").is_socket()
         assert (tmp_path / "state" / name / "sys/devices/system/node/node1/cpulist").read_text()
+        url = f"http://127.0.0.1:{port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            metrics = response.read().decode()
+        assert "fakenrt_controller_nodes 1.0" in metrics
     finally:
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=60)
