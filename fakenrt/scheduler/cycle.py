@@ -139,7 +139,8 @@ class SchedulingCycle:
             key = (-scores[strategy], name)
             if best is None or key < best:
                 best = key
-                chosen = (result.placement, scores)
+                placement = self.plugin.placement_to_charge(pod, topology, books.ledger, result)
+                chosen = (placement, scores)
         if best is None or chosen is None:
             return Decision(
                 pod_key=pod.key, node=None, rejections=rejections, categories=categories

@@ -107,13 +107,36 @@ class NumaPlugin:
             )
         placement = result.placement
         if not result.engaged:
-            aligned = RestrictedEvaluator().evaluate(ledger, units)
-            if aligned.fit:
-                placement = aligned.placement
+            aligned = self.aligned_placement(units, ledger)
+            if aligned is not None:
+                placement = aligned
             elif topology.policy == POLICY_BEST_EFFORT:
                 return ZERO_SCORES  # steering: best-effort alignment would fail here
         inp = ScoreInput(ledger=ledger, units=units, placement=placement)
         return Scores({name: fn(inp) for name, fn in STRATEGIES.items()})
 
-    def node_ledger_from_nrt(self, topology: NumaTopology) -> ZoneLedger:
-        return ZoneLedger.from_nrt(topology)
+    @staticmethod
+    def aligned_placement(units: tuple[AlignmentUnit, ...], ledger: ZoneLedger) -> Placement | None:
+        """The placement an aligned admission would get (a preferred hint for every step,
+        which is also what ``best-effort`` picks when one exists); None when there is none."""
+        aligned = RestrictedEvaluator().evaluate(ledger, units)
+        return aligned.placement if aligned.fit else None
+
+    def placement_to_charge(
+        self,
+        pod: PodSpec,
+        topology: NumaTopology | None,
+        ledger: ZoneLedger | None,
+        result: FilterResult,
+    ) -> Placement:
+        """What the loop reserves for a pod it binds: the evaluator's placement; on a
+        ``best-effort`` node the aligned placement the kubelet will pick when it can align
+        the pod (nothing when it cannot: never guess)."""
+        if result.engaged or topology is None or ledger is None:
+            return result.placement
+        if topology.policy != POLICY_BEST_EFFORT:
+            return result.placement
+        units = result.units or self.units(pod, topology)
+        if all(u.empty for u in units):
+            return result.placement
+        return self.aligned_placement(units, ledger) or result.placement

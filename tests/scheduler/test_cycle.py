@@ -157,3 +157,27 @@ def test_pending_order_and_backoff() -> None:
     assert not backoff.ready("k", 3.9) and backoff.ready("k", 4.0)
     backoff.keep_only(set())
     assert backoff.failures("k") == 0
+
+
+def test_best_effort_node_reserves_the_aligned_placement() -> None:
+    zones = [{"capacity": {"cpu": 4, "memory": 16 * GI}}] * 2
+    be = topology(zones, policy="best-effort")
+    be = type(be)(node="be", policy=be.policy, scope=be.scope, zones=be.zones)
+    snapshot = ClusterSnapshot(
+        nodes=(
+            NodeSnapshot(
+                name="be",
+                allocatable={"cpu": Decimal(8), "memory": Decimal(32 * GI), "pods": Decimal(9)},
+                nrt=be,
+            ),
+        )
+    )
+    cycle = SchedulingCycle(snapshot, NumaPlugin())
+    first = cycle.schedule(guaranteed("a", cpu=3, memory="1Gi"))
+    second = cycle.schedule(guaranteed("b", cpu=3, memory="1Gi"))
+    assert first.placement.zones == (0,) and second.placement.zones == (1,)
+    # A pod that cannot be aligned any more still binds (best-effort never rejects) and
+    # charges nothing rather than a guess.
+    third = cycle.schedule(guaranteed("c", cpu=2, memory="1Gi"))
+    assert third.node == "be"
+    assert third.placement.empty
