@@ -100,7 +100,9 @@ def _observed(
 ) -> Placement:
     where = f"pod {pod.key}: annotation {OBSERVED_PLACEMENT}"
     try:
-        zones = parse_placement(pod.annotations[OBSERVED_PLACEMENT])
+        # No placement annotation next to a memory-groups one: the exporter saw the pod
+        # and it holds nothing per zone (multi-zone memory, if any, is in the groups).
+        zones = parse_placement(pod.annotations.get(OBSERVED_PLACEMENT, "[]"))
     except AnnotationFormatError as exc:
         raise ReconstructionError(f"{where}: {exc}") from exc
     amounts: dict[int, dict[str, int]] = {}
@@ -163,8 +165,13 @@ def _predicted(pod: PodSpec, topology: NumaTopology) -> Placement:
 def placement_of(
     pod: PodSpec, topology: NumaTopology, free: Mapping[int, Mapping[str, int]]
 ) -> tuple[Placement | None, str | None]:
-    """The pod's placement and where it came from: observed > predicted > (None, None)."""
-    if OBSERVED_PLACEMENT in pod.annotations:
+    """The pod's placement and where it came from: observed > predicted > (None, None).
+
+    The exporter has observed a pod when it wrote its placement annotation, or a complete
+    memory-groups annotation (a pod with nothing aligned per zone gets only that one; the
+    groups value ``null`` means an incomplete observation, which does not count)."""
+    groups = pod.annotations.get(OBSERVED_MEMORY_GROUPS)
+    if OBSERVED_PLACEMENT in pod.annotations or (groups is not None and groups.strip() != "null"):
         return _observed(pod, topology, free), "observed"
     if PREDICTED_PLACEMENT in pod.annotations:
         return _predicted(pod, topology), "predicted"

@@ -122,3 +122,24 @@ def test_lenient_mode_falls_back_to_predicted_and_reports() -> None:
     assert result.sources == {"default/bad": "predicted"}
     assert result.ledger.free(1, "cpu") == 12
     assert len(result.problems) == 1 and "not JSON" in result.problems[0]
+
+
+def test_memory_groups_alone_mean_observed() -> None:
+    """A pod whose only aligned memory is a multi-zone group gets no placement annotation,
+    only the groups one: it is observed, and its group is charged."""
+    groups = f'[{{"memoryNodes":["node-0","node-1"],"amount":{{"memory":"{4 * GI}"}}}}]'
+    result = reconstruct(topology(ZONES), [node_pod("grouped", {OBSERVED_MEMORY_GROUPS: groups})])
+    assert result.sources == {"default/grouped": "observed"}
+    assert result.ledger.free(0, "memory") == 60 * GI
+    assert result.ledger.cells[1] == frozenset({0, 1})
+
+
+def test_complete_empty_groups_mean_nothing_held_and_null_means_not_observed() -> None:
+    pods = [
+        node_pod("plain", {OBSERVED_MEMORY_GROUPS: "[]"}),
+        node_pod("pending", {OBSERVED_MEMORY_GROUPS: "null", PREDICTED_PLACEMENT: PRED}),
+        node_pod("unknown", {OBSERVED_MEMORY_GROUPS: "null"}),
+    ]
+    result = reconstruct(topology(ZONES), pods)
+    assert result.sources == {"default/plain": "observed", "default/pending": "predicted"}
+    assert result.unplaced == ("default/unknown",)
