@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from decimal import Decimal
 
 from fakenrt.kubelet.bitmask import BitMask, iterate_masks
 from fakenrt.kubelet.hints import ProviderHints, TopologyHint
@@ -96,6 +97,12 @@ def pod_device_requests(pod: PodSpec, inventory: DeviceInventory) -> dict[str, i
         containers=tuple(limits_only(c) for c in pod.containers),
     )
     totals = effective_requests(as_limits)
+    # PodLimits keeps a resource whose limits add up to zero (addResourceList inserts the
+    # key); effective_requests drops it. Limits are never negative, so a device resource
+    # some container limits but missing from the totals is exactly a zero total.
+    for c in (*pod.init_containers, *pod.containers):
+        for name in c.limits:
+            totals.setdefault(name, Decimal(0))
     return {
         name: value(amount) for name, amount in sorted(totals.items()) if name in inventory.devices
     }
