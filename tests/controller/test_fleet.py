@@ -269,3 +269,16 @@ def test_invalid_run_duration_is_reported_and_the_pod_keeps_running(
     assert of(effects, PatchPodStatus)[0].status["phase"] == "Running"
     clock.advance(10**6)
     assert of(f.advance(), PatchPodStatus) == []
+
+
+def test_relist_after_a_lost_watch_releases_the_gone_and_admits_the_new(
+    clock: ManualClock,
+) -> None:
+    f = started(fleet(clock))
+    kept, gone = pod("kept", NODE, cpu="2"), pod("gone", NODE, cpu="2")
+    effects = f.pod_event("ADDED", kept) + f.pod_event("ADDED", gone)
+    listed = _as_api_sees_it(f, [copy.deepcopy(kept)], effects)
+    fresh = pod("fresh", NODE, cpu="1")
+    effects = f.resync([*listed, fresh])
+    assert list(f.nodes[NODE].state.allocations()) == ["ns/kept", "ns/fresh"]
+    assert [p.name for p in of(effects, PatchPodStatus)] == ["fresh"]
