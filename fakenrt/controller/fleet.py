@@ -111,6 +111,7 @@ class Fleet:
         effects: list[Effect] = []
         for name, model in self.nodes.items():
             current = seen.get(name, {})
+            model.retain_deleting({p.uid for p in current.values()})
             for key, tracked in list(model.pods.items()):
                 if key not in current or current[key].uid != tracked.pod.uid:
                     effects += model.deleted(tracked.pod, now)

@@ -177,6 +177,10 @@ class NodeModel:
             return []
         return self._forget(tracked, now)
 
+    def retain_deleting(self, uids: set[str]) -> None:
+        """After a relist: forget deletions asked for pods that are gone."""
+        self._deleting &= uids
+
     def _forget(self, tracked: TrackedPod, now: float) -> list[Effect]:
         del self.pods[tracked.pod.key]
         self._drop_timers(tracked.pod.key)

@@ -4,17 +4,19 @@ sequence of binds, deletions, completions and clock moves,
 * no CPU or device is ever held by two pods;
 * the podresources view always equals the simulator's allocations;
 * once every timer has fired, the last NRT published shows exactly the current usage;
-* a pod is admitted at most once and every bound pod gets exactly one verdict.
+* a pod is admitted at most once and every bound pod gets exactly one verdict;
+* a pod being deleted holds nothing and its removal is asked for exactly once.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fakenrt.controller.effects import PatchPodStatus, PublishNrt, ServePodResources
+from fakenrt.controller.effects import DeletePod, PatchPodStatus, PublishNrt, ServePodResources
 from fakenrt.controller.fleet import Fleet
 from fakenrt.controller.nodeobjects import NodeIdentity
 from fakenrt.controller.pods import RUN_DURATION_ANNOTATION, SEQUENCE_ANNOTATION
@@ -33,12 +35,12 @@ bind = st.tuples(
     st.booleans(),
     st.sampled_from([None, "5s", "30s"]),
 )
-delete = st.tuples(st.just("delete"), st.integers(0, 50))
+delete = st.tuples(st.sampled_from(["delete", "terminate"]), st.integers(0, 50))
 wait = st.tuples(st.just("wait"), st.floats(0, 20))
 steps = st.lists(st.one_of(bind, delete, wait), max_size=40)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(steps, st.floats(0, 3), st.floats(0, 3), st.floats(0, 2))
 def test_churn_keeps_the_books_straight(
     ops: list[tuple[Any, ...]], delay: float, jitter: float, start_delay: float
@@ -66,6 +68,10 @@ def test_churn_keeps_the_books_straight(
             effects += fleet.pod_event("ADDED", manifest)
         elif op[0] == "delete" and bound:
             effects += fleet.pod_event("DELETED", bound[op[1] % len(bound)])
+        elif op[0] == "terminate" and bound:  # a graceful delete: deletionTimestamp set
+            target = copy.deepcopy(bound[op[1] % len(bound)])
+            target["metadata"]["deletionTimestamp"] = "2027-01-01T00:00:00Z"
+            effects += fleet.pod_event("MODIFIED", target)
         else:
             clock.advance(op[1])
         effects += fleet.advance()
@@ -92,3 +98,7 @@ def test_churn_keeps_the_books_straight(
     current = model.snapshot()
     assert last.body == render_nrt(PROFILES[0], usage=current.usage, pods=current.pods)
     assert verdicts == {m["metadata"]["name"]: 1 for m in bound}
+    removals = [e.name for e in effects if isinstance(e, DeletePod)]
+    assert len(removals) == len(set(removals))
+    held = fleet.nodes[NODE].state.allocations()
+    assert not {f"ns/{name}" for name in removals} & set(held)
