@@ -8,12 +8,15 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from fakenrt.controller.durations import DurationError, parse_duration
 from fakenrt.controller.settings import DEFAULT_CONTROLLER_NAME, ControllerSettings
+
+if TYPE_CHECKING:
+    from fakenrt.controller.runner import Controller
 
 DURATION_HELP = "Durations: 30s, 1m30s, 250ms, or a number of seconds."
 
@@ -206,12 +209,49 @@ def controller(**options: Any) -> None:
 
     kube = _kube_client(options["kubeconfig"])
     if options["remove_nodes"]:
-        removed = remove_nodes(kube, controller=options["controller_name"])
+        from fakenrt.controller.kube import ApiError
+
+        try:
+            removed = remove_nodes(kube, controller=options["controller_name"])
+        except ApiError as exc:
+            raise click.ClickException(f"cannot remove nodes: {exc}") from exc
         click.echo(f"removed {len(removed)} node(s): {', '.join(removed) or '-'}")
         return
     if options["profile_path"] is None:
         raise click.UsageError("--profile is required (unless --remove-nodes)")
     run(kube, **options)
+
+
+def _serve(ctl: Controller, metrics_address: str) -> None:
+    """Start the controller (and its metrics server) and run it until a signal."""
+    from fakenrt.controller.kube import ApiError
+    from fakenrt.podresources_server import PodResourcesServerError
+
+    if metrics_address:
+        from prometheus_client import CollectorRegistry
+
+        from fakenrt.controller.metrics import ControllerCollector, serve_metrics
+
+        registry = CollectorRegistry()
+        registry.register(ControllerCollector(ctl.snapshot))
+        try:
+            serve_metrics(metrics_address, registry)
+        except (ValueError, OSError) as exc:
+            raise click.UsageError(f"--metrics-bind-address: {exc}") from exc
+    try:
+        try:
+            ctl.start()
+        except (ApiError, PodResourcesServerError, OSError, ValueError) as exc:
+            raise click.ClickException(f"cannot start the controller: {exc}") from exc
+        if ctl.foreign:
+            click.echo(
+                f"fakenrt controller: not serving {len(ctl.foreign)} profile node(s) whose "
+                f"Node exists without this controller's labels: {', '.join(ctl.foreign)}",
+                err=True,
+            )
+        ctl.run()
+    finally:
+        ctl.stop()
 
 
 def run(kube: Any, **options: Any) -> None:
@@ -251,28 +291,12 @@ def run(kube: Any, **options: Any) -> None:
         ctl.stop_event.set()
         ctl.wake()
 
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGINT, _on_signal)
-    if options["metrics_bind_address"]:
-        from prometheus_client import CollectorRegistry
-
-        from fakenrt.controller.metrics import ControllerCollector, serve_metrics
-
-        registry = CollectorRegistry()
-        registry.register(ControllerCollector(ctl.snapshot))
-        try:
-            serve_metrics(options["metrics_bind_address"], registry)
-        except (ValueError, OSError) as exc:
-            raise click.UsageError(f"--metrics-bind-address: {exc}") from exc
-    ctl.start()
-    if ctl.foreign:
-        click.echo(
-            f"fakenrt controller: not serving {len(ctl.foreign)} profile node(s) whose Node "
-            f"exists without this controller's labels: {', '.join(ctl.foreign)}",
-            err=True,
-        )
-    ctl.run()
-    ctl.stop()
+    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        _serve(ctl, options["metrics_bind_address"])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if options["remove_on_exit"]:
         removed = remove_nodes(kube, controller=settings.controller)
         click.echo(f"removed {len(removed)} node(s)", err=True)

@@ -81,6 +81,29 @@ def test_invalid_profile_names_the_file_node_and_field(
 
 
 @pytest.mark.controlplane
+@pytest.mark.usefixtures("nrt_crd")
+def test_a_state_dir_too_long_for_unix_sockets_is_a_clear_error(
+    tmp_path: Path, control_plane: ControlPlane
+) -> None:
+    name = unique("fake")
+    profile = tmp_path / "p.yaml"
+    profile.write_text(yaml.safe_dump({"nodes": [two_numa_profile(name)]}))
+    state = tmp_path / ("d" * 110)
+    result = CliRunner().invoke(
+        main,
+        [
+            "controller",
+            "--kubeconfig", str(control_plane.kubeconfig),
+            "--profile", str(profile),
+            "--controller-name", unique("ctl"),
+            "--state-dir", str(state),
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 1
+    assert "cannot start the controller" in result.output and "107 bytes" in result.output
+
+
+@pytest.mark.controlplane
 def test_remove_nodes_removes_only_this_controllers_nodes(
     kube: KubeClient, control_plane: ControlPlane
 ) -> None:
