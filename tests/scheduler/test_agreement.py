@@ -1,21 +1,24 @@
 """Zero disagreement with the kubelet simulator when NRT is exact.
 
-Random small nodes (1-4 NUMA zones, reserved CPUs, unhealthy GPUs, 2Mi hugepages, CPU and
-Memory Manager on or off - the plugin then gets the matching ``ignoreList``) and random
-pods (one or two app containers, sometimes an init container or a native sidecar,
-integer or fractional CPU, GPUs, hugepages, sometimes Burstable). Pods are admitted one
-after another into ``fakenrt.kubelet``'s NodeState; before each, the NRT the node would
-publish is rendered from the simulator's state (``fakenrt.nrt.render_nrt``) and the
-plugin's verdict on it must equal the simulator's topology verdict. NRT cannot carry
-Memory Manager groups; the test adds the simulator's memory blocks to the ledger, as the
-observed memory-groups annotation does in a cluster. Pods the simulator refuses for
-whole-node reasons (``OutOf...``) are not compared: the scheduler loop checks those
-before the plugin. Under single-numa-node (every step one zone) the placement the
-reservation would charge must also equal what the simulator took, zone by zone.
+Random small nodes (1-4 NUMA zones, reserved CPUs, unhealthy GPUs, devices without NUMA
+affinity, 2Mi hugepages, CPU and Memory Manager on or off - the plugin then gets the
+matching ``ignoreList``) and random pods (one or two app containers, sometimes an init
+container or a native sidecar, integer or fractional CPU, GPUs, hugepages, sometimes
+Burstable). Pods are admitted one after another into ``fakenrt.kubelet``'s NodeState;
+before each, the NRT the node would publish is rendered from the simulator's state
+(``fakenrt.nrt.render_nrt``) and the plugin's verdict on it must equal the simulator's
+topology verdict. NRT cannot carry Memory Manager groups; the test adds the simulator's
+memory blocks to the ledger, as the observed memory-groups annotation does in a cluster.
+Pods the simulator refuses for whole-node reasons (``OutOf...``), and pods needing more
+devices without NUMA affinity than the node has left, are not compared: the scheduler
+loop's whole-node check refuses those before the plugin runs. Under single-numa-node
+(every step one zone) the placement the reservation would charge must also equal what the
+simulator took, zone by zone.
 """
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from hypothesis import HealthCheck, assume, given, settings
@@ -31,7 +34,7 @@ from fakenrt.kubelet.allocation import (
 )
 from fakenrt.kubelet.node import NodeState
 from fakenrt.nrt import render_nrt
-from fakenrt.podspec import PodSpec, pod_from_manifest
+from fakenrt.podspec import PodSpec, effective_requests, pod_from_manifest
 from fakenrt.profiles.parsing import parse_profiles
 from fakenrt.scheduler.args import PluginArgs
 from fakenrt.scheduler.ledger import ZoneLedger
@@ -40,6 +43,7 @@ from fakenrt.scheduler.plugin import NumaPlugin
 from fakenrt.scheduler.reconstruction import NodePod, reconstruct
 
 GPU = "nvidia.com/gpu"
+NIC = "example.com/nic"
 TOPOLOGY_REASONS = (TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR)
 
 
@@ -71,7 +75,10 @@ def profiles(draw: st.DrawFn) -> dict[str, Any]:
     }
     if reserved:
         kubelet["reservedSystemCPUs"] = ",".join(str(c) for c in sorted(reserved))
-    return {"nodes": [{"name": "sim", "kubelet": kubelet, "zones": zones}]}
+    node: dict[str, Any] = {"name": "sim", "kubelet": kubelet, "zones": zones}
+    if draw(st.booleans()):
+        node["devices"] = {NIC: draw(st.integers(1, 2))}  # no NUMA affinity: never aligned
+    return {"nodes": [node]}
 
 
 @st.composite
@@ -83,6 +90,8 @@ def containers(draw: st.DrawFn, name: str) -> dict[str, Any]:
     gpus = draw(st.integers(0, 3))
     if gpus:
         limits[GPU] = str(gpus)
+    if draw(st.integers(0, 3)) == 0:
+        limits[NIC] = "1"
     hugepages = draw(st.integers(0, 2))
     if hugepages:
         limits["hugepages-2Mi"] = f"{hugepages}Gi"
@@ -108,6 +117,21 @@ def pods(draw: st.DrawFn, index: int) -> PodSpec:
         "spec": spec,
     }
     return pod_from_manifest(manifest)
+
+
+def unaligned_devices_fit(state: NodeState, admitted: dict[str, PodSpec], pod: PodSpec) -> bool:
+    """The loop's whole-node check for devices without NUMA affinity (the plugin never
+    looks at them): node allocatable minus the effective requests of the pods on it."""
+    used: dict[str, Decimal] = {}
+    for other in state.allocations():
+        for name, value in effective_requests(admitted[other]).items():
+            used[name] = used.get(name, Decimal(0)) + value
+    free = {name: len(d.healthy) for name, d in state.profile.devices.items()}
+    return all(
+        value <= free[name] - used.get(name, Decimal(0))
+        for name, value in effective_requests(pod).items()
+        if name in free
+    )
 
 
 def exact_ledger(state: NodeState) -> ZoneLedger:
@@ -145,9 +169,12 @@ def test_plugin_verdict_equals_the_kubelet_simulator_on_exact_nrt(
 ) -> None:
     (profile,) = parse_profiles(raw, source="hypothesis")
     state = NodeState.from_profile(profile)
+    admitted: dict[str, PodSpec] = {}
     compared = 0
     for i in range(data.draw(st.integers(1, 4))):
         pod = data.draw(pods(i))
+        if not unaligned_devices_fit(state, admitted, pod):
+            continue
         ledger = exact_ledger(state)
         verdict = plugin_for(state).filter(pod, ledger.topology, ledger)
         result = state.copy().admit(pod)
@@ -162,6 +189,7 @@ def test_plugin_verdict_equals_the_kubelet_simulator_on_exact_nrt(
         if result.admit:
             before = state.zone_usage()
             state.admit(pod)
+            admitted[pod.key] = pod
             if profile.kubelet.topology_manager_policy == "single-numa-node" and not (
                 pod.init_containers
             ):
@@ -201,7 +229,9 @@ def observed_pods(state: NodeState) -> list[NodePod]:
                 name=c.name,
                 cpu_ids=tuple(sorted(c.cpus)),
                 devices=tuple(
-                    DeviceAssignment(name, (d,), (device_numa[(name, d)],))
+                    DeviceAssignment(
+                        name, (d,), (device_numa[(name, d)],) if (name, d) in device_numa else ()
+                    )
                     for name, ids in sorted(c.devices.items())
                     for d in ids
                 ),
@@ -237,10 +267,13 @@ def test_reconstruction_from_observed_annotations_gives_the_kubelet_verdict(
     observable."""
     (profile,) = parse_profiles(raw, source="hypothesis")
     state = NodeState.from_profile(profile)
+    admitted: dict[str, PodSpec] = {}
     compared = 0
     for i in range(data.draw(st.integers(1, 4))):
         pod = data.draw(pods(i))
         if any(not c.restartable for c in pod.init_containers):
+            continue
+        if not unaligned_devices_fit(state, admitted, pod):
             continue
         topology = read_nrt(render_nrt(profile, usage=None), source="rendered")
         rebuilt = reconstruct(topology, observed_pods(state))
@@ -256,4 +289,5 @@ def test_reconstruction_from_observed_annotations_gives_the_kubelet_verdict(
         compared += 1
         if result.admit:
             state.admit(pod)
+            admitted[pod.key] = pod
     assume(compared > 0)
