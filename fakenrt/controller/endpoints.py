@@ -3,8 +3,9 @@
 Edge module. Under ``<state_dir>/<node>/``: ``kubelet.sock`` (the fake podresources gRPC
 server, ``fakenrt.podresources_server``) and ``sys/`` (``devices/system/node/node<N>/
 cpulist`` and friends, ``fakenrt.sysfs``). The servers share one small worker pool (no
-thread per node for requests). What a socket reports is replaced atomically on every
-admission or release, so it always equals the simulator's allocations.
+thread per node for requests) and rate-limit like the kubelet (100 QPS, burst 10, per
+socket). What a socket reports is replaced atomically on every admission or release, so
+it always equals the simulator's allocations.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from concurrent import futures
 from pathlib import Path
 
 from fakenrt.kubelet.allocation import PodAllocation
-from fakenrt.podresources_server import PodResourcesServer
+from fakenrt.podresources_server import DEFAULT_BURST, DEFAULT_QPS, PodResourcesServer
 from fakenrt.profiles.model import NodeProfile
 from fakenrt.sysfs import write_sysfs
 
@@ -61,7 +62,10 @@ class NodeEndpoints:
             write_sysfs(sysfs_root(self.state_dir, profile.name), profile)
             source = NodeSnapshot(profile)
             server = PodResourcesServer(
-                socket_path(self.state_dir, profile.name), source, thread_pool=self._pool
+                socket_path(self.state_dir, profile.name),
+                source,
+                thread_pool=self._pool,
+                rate_limit=(DEFAULT_QPS, DEFAULT_BURST),  # the kubelet's default limiter
             )
             server.start()
             with self._lock:
