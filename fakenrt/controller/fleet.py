@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from fakenrt.controller.effects import Effect, RenewLease, ReportNodeStatus
-from fakenrt.controller.node import PUBLISH, REFRESH, NodeModel, TimerKey
+from fakenrt.controller.node import REFRESH, NodeModel, TimerKey
 from fakenrt.controller.nodeobjects import NodeIdentity, node_status
 from fakenrt.controller.pods import TERMINAL_PHASES, ObservedPod, observe_pod, recovery_order
 from fakenrt.controller.settings import ControllerSettings
@@ -58,9 +58,6 @@ class Fleet:
         # Heartbeat phases are spread over the interval so 500 nodes do not renew at once.
         self._phases = random.Random(f"{settings.seed}/heartbeats")
         self._since = clock()
-
-    def model(self, node: str) -> NodeModel | None:
-        return self.nodes.get(node)
 
     def start(self, pods: Iterable[Mapping[str, Any]]) -> list[Effect]:
         """Rebuild every node from the pods on the API (controller start), publish every
@@ -163,6 +160,3 @@ class Fleet:
     def pending_publications(self) -> int:
         """Changes admitted but not yet visible in any NRT (for tests and metrics)."""
         return sum(len(m.lag) for m in self.nodes.values())
-
-
-__all__ = ["PUBLISH", "Fleet"]
