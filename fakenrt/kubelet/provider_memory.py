@@ -13,6 +13,9 @@ together and share one NUMA mask.
   *free* memory (plus memory reusable from init containers) covers the request. When no
   mask qualifies the manager returns an empty map, which the Topology Manager treats as
   "no preference"; allocation then fails (``UnexpectedAdmissionError``).
+* Quantities (``getRequestedResources``): ``Quantity.AsInt64`` must succeed, i.e. a
+  request must be a whole number of bytes; otherwise the hints are nil (no preference)
+  and Allocate fails with ``[memorymanager] failed to represent quantity as int64``.
 * Allocation: the merged hint (or, with no affinity, the provider's own best hint) is
   widened to a qualifying hint that contains it when its free memory is short, then each
   memory type fills the mask's NUMA nodes in ascending order (``updateMachineState``).
@@ -22,11 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from fakenrt.kubelet.bitmask import BitMask, iterate_masks
 from fakenrt.kubelet.hints import ProviderHints, TopologyHint
 from fakenrt.kubelet.provider import AllocationError
-from fakenrt.kubelet.quantities import value
 from fakenrt.podspec import ContainerSpec, PodSpec, QOSClass, qos_class
 from fakenrt.profiles.model import NodeProfile
 
@@ -141,10 +144,26 @@ def release_blocks(state: MachineState, blocks: tuple[Block, ...]) -> None:
             released = 0
 
 
+class NotInt64Error(ValueError):
+    """A memory quantity that is not a whole number of bytes (``Quantity.AsInt64`` fails)."""
+
+    def __init__(self) -> None:
+        super().__init__("[memorymanager] failed to represent quantity as int64")
+
+
+def _as_int64(amount: Decimal) -> int:
+    """``Quantity.AsInt64`` on a quantity as the API server stores it (canonical form): a
+    whole number of bytes converts, anything else (``1.1Gi``, ``1500m``) does not."""
+    if amount != amount.to_integral_value():
+        raise NotInt64Error
+    return int(amount)
+
+
 def container_memory_requests(container: ContainerSpec) -> dict[str, int]:
-    """``getContainerRequestedResources``: memory and hugepages requests, in bytes."""
+    """``getRequestedResources``: memory and hugepages requests, in bytes. Raises
+    :class:`NotInt64Error` for a request that is not a whole number of bytes."""
     return {
-        name: value(amount)
+        name: _as_int64(amount)
         for name, amount in sorted(
             container.requests.items(), key=lambda kv: memory_type_order(kv[0])
         )
@@ -284,11 +303,32 @@ class MemoryProvider:
             return {}
         return {k: tuple(v) for k, v in hints.items()}
 
+    def _not_int64(self, what: str) -> ProviderHints:
+        """GetTopologyHints logs the error and returns nil (no preference)."""
+        self._notes.append(
+            f"memory: {what} requests memory that is not a whole number of bytes; the Memory "
+            "Manager gives no hints and its Allocate will fail"
+        )
+        return None
+
     def container_hints(self, pod: PodSpec, container: ContainerSpec) -> ProviderHints:
-        return self._hints(pod, container_memory_requests(container), f"container {container.name}")
+        what = f"container {container.name}"
+        if qos_class(pod) is not QOSClass.GUARANTEED:
+            return None
+        try:
+            requested = container_memory_requests(container)
+        except NotInt64Error:
+            return self._not_int64(what)
+        return self._hints(pod, requested, what)
 
     def pod_hints(self, pod: PodSpec) -> ProviderHints:
-        return self._hints(pod, pod_memory_requests(pod), "the pod")
+        if qos_class(pod) is not QOSClass.GUARANTEED:
+            return None
+        try:
+            requested = pod_memory_requests(pod)
+        except NotInt64Error:
+            return self._not_int64("the pod")
+        return self._hints(pod, requested, "the pod")
 
     def _satisfies(self, mask: BitMask, requested: Mapping[str, int]) -> bool:
         """``isAffinitySatisfyRequest`` (free memory only)."""
@@ -303,7 +343,10 @@ class MemoryProvider:
     def allocate(self, pod: PodSpec, container: ContainerSpec, hint: TopologyHint) -> None:
         if qos_class(pod) is not QOSClass.GUARANTEED:
             return
-        requested = container_memory_requests(container)
+        try:
+            requested = container_memory_requests(container)
+        except NotInt64Error as exc:
+            raise AllocationError(str(exc)) from exc
         best = hint
         if best.affinity is None:
             default = find_best_hint(tuple(self.calculate_hints(requested).get(MEMORY, ())))
