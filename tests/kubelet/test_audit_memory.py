@@ -4,10 +4,14 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fakenrt.kubelet.node import NodeState
 from fakenrt.kubelet.provider_memory import MemoryProvider, initial_machine_state
+from fakenrt.profiles.model import NodeProfile
 from tests.kubelet.builders import container, node, pod
+from tests.kubelet.test_properties import pods, profiles
 
 INT64_MESSAGE = (
     "Allocate failed due to [memorymanager] failed to represent quantity as int64, "
@@ -57,3 +61,40 @@ def test_whole_bytes_written_with_a_fraction_are_fine() -> None:
     assert result.admit
     assert result.allocation is not None
     assert result.allocation.containers[0].memory[0].size == 512 * 1024**2
+
+
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(profiles(), st.data())
+def test_single_and_cross_numa_blocks_never_share_a_node(
+    profile: NodeProfile, data: st.DataObject
+) -> None:
+    """The Memory Manager's rule (policy_static.go calculateHints and
+    isAffinityViolatingNUMAAllocations; "single vs cross NUMA node allocation" in the
+    Memory Manager docs): a NUMA node holding a single-NUMA block never joins a
+    multi-NUMA block, and multi-NUMA blocks that share a node span the same nodes -
+    after any sequence of admits and releases. Foreign ``allocated`` memory counts as a
+    single-NUMA block."""
+    state = NodeState.from_profile(profile)
+    foreign = {z.id for z in profile.zones if z.allocated.get("memory", 0) > 0}
+    hugepages = any(z.hugepages for z in profile.zones)
+    for step in range(data.draw(st.integers(1, 8))):
+        admitted = list(state.allocations())
+        if admitted and data.draw(st.integers(0, 3)) == 0:
+            state.release(data.draw(st.sampled_from(admitted)))
+        else:
+            state.admit(data.draw(pods(step, hugepages)))
+        single = set(foreign)
+        groups: dict[int, frozenset[int]] = {}
+        for allocation in state.allocations().values():
+            for c in allocation.containers:
+                for block in c.memory:
+                    if len(block.numa) == 1:
+                        single |= block.numa
+                        continue
+                    for n in block.numa:
+                        assert groups.setdefault(n, block.numa) == block.numa
+        assert not single & set(groups)
