@@ -56,6 +56,7 @@ def test_churn_keeps_the_books_straight(
     effects = list(fleet.start([]))
     bound: list[dict[str, Any]] = []
     verdicts: dict[str, int] = {}
+    gone: set[int] = set()
     for op in ops:
         if op[0] == "bind":
             _, cpu, gpus, guaranteed, run = op
@@ -66,13 +67,18 @@ def test_churn_keeps_the_books_straight(
             )  # fmt: skip
             bound.append(manifest)
             effects += fleet.pod_event("ADDED", manifest)
-        elif op[0] == "delete" and bound:
-            effects += fleet.pod_event("DELETED", bound[op[1] % len(bound)])
-        elif op[0] == "terminate" and bound:  # a graceful delete: deletionTimestamp set
-            target = copy.deepcopy(bound[op[1] % len(bound)])
-            target["metadata"]["deletionTimestamp"] = "2027-01-01T00:00:00Z"
-            effects += fleet.pod_event("MODIFIED", target)
-        else:
+        elif op[0] in ("delete", "terminate") and (
+            alive := [m for m in bound if id(m) not in gone]
+        ):
+            target = alive[op[1] % len(alive)]
+            if op[0] == "delete":  # the object is gone (nothing can happen to it afterwards)
+                gone.add(id(target))
+                effects += fleet.pod_event("DELETED", target)
+            else:  # a graceful delete: deletionTimestamp set
+                target = copy.deepcopy(target)
+                target["metadata"]["deletionTimestamp"] = "2027-01-01T00:00:00Z"
+                effects += fleet.pod_event("MODIFIED", target)
+        elif op[0] == "wait":
             clock.advance(op[1])
         effects += fleet.advance()
         state = fleet.nodes[NODE].state
