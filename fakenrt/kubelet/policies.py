@@ -4,6 +4,7 @@ on an unknown name or option, as ``NewManager`` / ``NewPolicyOptions`` do
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from fakenrt.kubelet import (
@@ -20,6 +21,7 @@ MAX_ALLOWABLE_NUMA_NODES = "max-allowable-numa-nodes"
 DEFAULT_MAX_ALLOWABLE_NUMA_NODES = 8
 _TRUE = frozenset({"1", "t", "T", "true", "TRUE", "True"})
 _FALSE = frozenset({"0", "f", "F", "false", "FALSE", "False"})
+_GO_ATOI = re.compile(r"[+-]?[0-9]+")
 
 
 class PolicyError(ValueError):
@@ -42,10 +44,9 @@ def prefer_closest(options: Mapping[str, str]) -> bool:
         if name == PREFER_CLOSEST_NUMA_NODES:
             result = parse_bool(name, value)
         elif name == MAX_ALLOWABLE_NUMA_NODES:
-            try:
-                limit = int(value)
-            except ValueError:
-                raise PolicyError(f"option {name!r}: {value!r} is not an integer") from None
+            if not _GO_ATOI.fullmatch(value):  # strconv.Atoi: ASCII digits, optional sign
+                raise PolicyError(f"option {name!r}: {value!r} is not an integer")
+            limit = int(value)
             if limit < DEFAULT_MAX_ALLOWABLE_NUMA_NODES:
                 raise PolicyError(
                     f"option {name!r}: must not be less than {DEFAULT_MAX_ALLOWABLE_NUMA_NODES}"

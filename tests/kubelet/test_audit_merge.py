@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +21,7 @@ from fakenrt.kubelet.bitmask import BitMask
 from fakenrt.kubelet.hints import ProviderHints, TopologyHint
 from fakenrt.kubelet.merge import filter_provider_hints, max_of_min_affinity_counts
 from fakenrt.kubelet.numa_info import NumaInfo
-from fakenrt.kubelet.policies import new_policy
+from fakenrt.kubelet.policies import PolicyError, new_policy, prefer_closest
 from fakenrt.kubelet.policy_single_numa_node import filter_single_numa_hints
 
 P = list[ProviderHints]
@@ -150,3 +151,24 @@ def test_prefer_closest_merge_equals_the_kubelets_enumeration(
             expected = TopologyHint(None, expected.preferred)
         assert best == expected
         assert admit == (expected.preferred if policy_name != "best-effort" else True)
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        pytest.param("9", True, id="plain"),
+        pytest.param("+9", True, id="atoi-accepts-a-plus-sign"),
+        pytest.param(" 9", False, id="atoi-rejects-spaces"),
+        pytest.param("1_0", False, id="atoi-rejects-underscores"),
+        pytest.param("９", False, id="atoi-rejects-non-ascii-digits"),
+    ],
+)
+def test_max_allowable_numa_nodes_is_parsed_like_strconv_atoi(text: str, ok: bool) -> None:
+    """policy_options.go NewPolicyOptions parses max-allowable-numa-nodes with
+    ``strconv.Atoi``, stricter than Python's ``int()``."""
+    options = {"max-allowable-numa-nodes": text}
+    if ok:
+        assert prefer_closest(options) is False
+    else:
+        with pytest.raises(PolicyError, match="not an integer"):
+            prefer_closest(options)
