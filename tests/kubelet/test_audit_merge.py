@@ -160,7 +160,7 @@ def test_prefer_closest_merge_equals_the_kubelets_enumeration(
         pytest.param("+9", True, id="atoi-accepts-a-plus-sign"),
         pytest.param(" 9", False, id="atoi-rejects-spaces"),
         pytest.param("1_0", False, id="atoi-rejects-underscores"),
-        pytest.param("９", False, id="atoi-rejects-non-ascii-digits"),
+        pytest.param("\uff19", False, id="atoi-rejects-non-ascii-digits"),
     ],
 )
 def test_max_allowable_numa_nodes_is_parsed_like_strconv_atoi(text: str, ok: bool) -> None:
