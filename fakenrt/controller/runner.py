@@ -85,6 +85,8 @@ class Controller:
         self.nrt = NrtWriter(kube, controller=settings.controller)
         self._thread: threading.Thread | None = None
         self.started = threading.Event()
+        #: Loop turns completed (tests wait for a turn that saw their clock change).
+        self.turns = 0
 
     # ---- start -----------------------------------------------------------------------
 
@@ -167,6 +169,7 @@ class Controller:
         effects += self.fleet.advance()
         if effects:
             self.executor.submit(effects)
+        self.turns += 1
 
     def run(self) -> None:
         """Serve until :meth:`stop`."""

@@ -110,8 +110,10 @@ def test_r3_lag_nrt_unchanged_before_the_delay(kube: KubeClient, namespace: str)
         wait_for(phase_of(kube, namespace, "p", "Running"), what="Running")
         assert ctl.executor is not None and ctl.executor.wait_idle(10)
         clock.advance(29.9)
+        turns = ctl.turns
         ctl.wake()
-        wait_for(ctl.inbox.empty, what="loop turn")
+        # Two whole turns: the second one surely started after the clock moved.
+        wait_for(lambda: ctl.turns >= turns + 2, what="loop turns")
         assert ctl.executor.wait_idle(10)
         assert cpus_available(kube, node) == FULL  # the allocation is not visible yet
         clock.advance(5.2)  # past delay + the largest jitter
