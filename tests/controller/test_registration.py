@@ -32,7 +32,11 @@ def _node(kube: KubeClient, name: str) -> dict[str, Any]:
 )
 def test_creates_owned_nodes_with_capacity_status_and_taint(kube: KubeClient, taint: bool) -> None:
     controller = unique("ctl")
-    profiles = make_profiles(two_numa_profile(unique("fake"), gpus=3))
+    raw = two_numa_profile(unique("fake"), gpus=3)
+    raw["shape"]["hugepagesPerNumaNode"] = {"hugepages-1Gi": "4Gi"}  # type: ignore[index]
+    raw["devices"] = {"example.com/license": 2}
+    raw["kubelet"] = {"topologyManagerPolicy": "restricted", "reservedSystemCPUs": "0"}
+    profiles = make_profiles(raw)
     identities = [(p, NodeIdentity(p.name, i)) for i, p in enumerate(profiles)]
     reg = register_nodes(kube, identities, controller=controller, taint=taint, now=time.time())
     name = profiles[0].name
@@ -46,7 +50,9 @@ def test_creates_owned_nodes_with_capacity_status_and_taint(kube: KubeClient, ta
     )
     status = node["status"]
     assert status["capacity"]["nvidia.com/gpu"] == "6"
-    assert status["allocatable"]["cpu"] == "8"
+    assert status["capacity"]["cpu"] == "8" and status["allocatable"]["cpu"] == "7"  # reserved
+    assert status["allocatable"]["hugepages-1Gi"] == str(8 * 2**30)
+    assert status["allocatable"]["example.com/license"] == "2"  # no NUMA affinity
     assert status["allocatable"]["memory"] == str(16 * 2**30)
     ready = [c for c in status["conditions"] if c["type"] == "Ready"]
     assert ready and ready[0]["status"] == "True"
