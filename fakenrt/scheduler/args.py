@@ -26,9 +26,11 @@ class PluginArgs:
     ignore_list: frozenset[str] = frozenset()
     reconstruct_available: bool = True
     scoring_strategy: str = DEFAULT_SCORING_STRATEGY
+    #: The nodes' kubelets run with ``prefer-closest-numa-nodes`` (not published in NRT).
+    prefer_closest_numa_nodes: bool = False
 
 
-KNOWN_KEYS = ("ignoreList", "reconstructAvailable", "scoringStrategy")
+KNOWN_KEYS = ("ignoreList", "reconstructAvailable", "scoringStrategy", "preferClosestNUMANodes")
 
 
 def parse_args(raw: Any, *, source: str = "args") -> PluginArgs:
@@ -47,11 +49,8 @@ def parse_args(raw: Any, *, source: str = "args") -> PluginArgs:
     ignore = raw.get("ignoreList") or []
     if not isinstance(ignore, list) or not all(isinstance(r, str) and r for r in ignore):
         raise ArgsError(f"{source}: ignoreList must be a list of resource names")
-    reconstruct = raw.get("reconstructAvailable", True)
-    if isinstance(reconstruct, str) and reconstruct.lower() in ("true", "false"):
-        reconstruct = reconstruct.lower() == "true"
-    if not isinstance(reconstruct, bool):
-        raise ArgsError(f"{source}: reconstructAvailable must be true or false")
+    reconstruct = _boolean(raw, "reconstructAvailable", True, source)
+    closest = _boolean(raw, "preferClosestNUMANodes", False, source)
     strategy = raw.get("scoringStrategy", DEFAULT_SCORING_STRATEGY)
     if strategy not in STRATEGIES:
         raise ArgsError(
@@ -61,4 +60,14 @@ def parse_args(raw: Any, *, source: str = "args") -> PluginArgs:
         ignore_list=frozenset(ignore),
         reconstruct_available=reconstruct,
         scoring_strategy=str(strategy),
+        prefer_closest_numa_nodes=closest,
     )
+
+
+def _boolean(raw: Mapping[str, Any], key: str, default: bool, source: str) -> bool:
+    value = raw.get(key, default)
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        value = value.lower() == "true"
+    if not isinstance(value, bool):
+        raise ArgsError(f"{source}: {key} must be true or false")
+    return value

@@ -13,6 +13,8 @@ NUMA preference (single-numa-node first drops every hint wider than one node:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fakenrt.scheduler.alignment import Choice
 from fakenrt.scheduler.hints import ResourceHints
 from fakenrt.scheduler.masks import bits, count, narrowness
@@ -66,11 +68,22 @@ def explain(
 
 
 def choose_mask(
-    policy: str, unit: AlignmentUnit, hints: list[ResourceHints], *, single_node: bool
+    policy: str,
+    unit: AlignmentUnit,
+    hints: list[ResourceHints],
+    *,
+    single_node: bool,
+    distance: Callable[[int], int] | None = None,
 ) -> Choice:
+    """``distance`` (``prefer-closest-numa-nodes``): among the equally narrow preferred
+    masks the one with the least total NUMA distance wins, then the lowest ids
+    (``NUMAInfo.Closest`` in ``topologymanager/numa_info.go``); without it the lowest ids
+    win (``Narrowest``)."""
     if not hints:
         return Choice(mask=None)
     common = common_preferred(hints, single_node=single_node)
     if not common:
         return Choice(reason=explain(policy, unit, hints, single_node=single_node))
+    if distance is not None:
+        return Choice(mask=min(common, key=lambda m: (m.bit_count(), distance(m), m)))
     return Choice(mask=min(common, key=narrowness))

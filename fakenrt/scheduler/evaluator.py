@@ -38,9 +38,11 @@ class Evaluator(Protocol):
         ...
 
 
-def evaluator_for(policy: str) -> Evaluator | None:
+def evaluator_for(policy: str, *, prefer_closest: bool = False) -> Evaluator | None:
     """The evaluator for a Topology Manager policy; None for policies that never reject
-    (``none``, ``best-effort``). Raises ValueError for an unknown policy."""
+    (``none``, ``best-effort``). Raises ValueError for an unknown policy.
+    ``prefer_closest``: the kubelets run with ``prefer-closest-numa-nodes`` (which the
+    kubelet ignores under single-numa-node)."""
     from fakenrt.scheduler.restricted import RestrictedEvaluator
     from fakenrt.scheduler.single_numa_node import SingleNUMANodeEvaluator
     from fakenrt.scheduler.topology import POLICY_BEST_EFFORT, POLICY_NONE
@@ -48,7 +50,7 @@ def evaluator_for(policy: str) -> Evaluator | None:
     if policy == SingleNUMANodeEvaluator.policy:
         return SingleNUMANodeEvaluator()
     if policy == RestrictedEvaluator.policy:
-        return RestrictedEvaluator()
+        return RestrictedEvaluator(prefer_closest=prefer_closest)
     if policy in (POLICY_NONE, POLICY_BEST_EFFORT):
         return None
     raise ValueError(f"unknown Topology Manager policy {policy!r}")

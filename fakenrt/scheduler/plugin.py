@@ -75,7 +75,9 @@ class NumaPlugin:
     ) -> FilterResult:
         if topology is None or ledger is None:
             return FilterResult(fit=True)
-        evaluator = evaluator_for(topology.policy)
+        evaluator = evaluator_for(
+            topology.policy, prefer_closest=self.args.prefer_closest_numa_nodes
+        )
         if evaluator is None:
             return FilterResult(fit=True)
         units = self.units(pod, topology)

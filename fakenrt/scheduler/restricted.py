@@ -18,15 +18,31 @@ from fakenrt.scheduler.choice import choose_mask
 from fakenrt.scheduler.evaluator import Evaluation
 from fakenrt.scheduler.hints import ResourceHints
 from fakenrt.scheduler.ledger import ZoneLedger
+from fakenrt.scheduler.masks import bits
 from fakenrt.scheduler.requests import AlignmentUnit
 from fakenrt.scheduler.topology import POLICY_RESTRICTED
 
 
 class RestrictedEvaluator:
+    """``prefer_closest``: the kubelet runs with ``prefer-closest-numa-nodes`` (NRT does not
+    say; the ``preferClosestNUMANodes`` plugin argument does), so equally narrow masks are
+    ranked by NUMA distance (NRT ``costs``)."""
+
     policy: ClassVar[str] = POLICY_RESTRICTED
 
-    def _choose(self, unit: AlignmentUnit, hints: list[ResourceHints]) -> Choice:
-        return choose_mask(self.policy, unit, hints, single_node=False)
+    def __init__(self, *, prefer_closest: bool = False) -> None:
+        self.prefer_closest = prefer_closest
 
     def evaluate(self, ledger: ZoneLedger, units: tuple[AlignmentUnit, ...]) -> Evaluation:
-        return walk_units(ledger, units, self._choose)
+        distance = None
+        if self.prefer_closest:
+            distances = ledger.topology.distances
+
+            def distance(mask: int) -> int:
+                zones = bits(mask)
+                return sum(distances[(a, b)] for a in zones for b in zones)
+
+        def choose(unit: AlignmentUnit, hints: list[ResourceHints]) -> Choice:
+            return choose_mask(self.policy, unit, hints, single_node=False, distance=distance)
+
+        return walk_units(ledger, units, choose)

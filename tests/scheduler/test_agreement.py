@@ -1,19 +1,19 @@
 """Zero disagreement with the kubelet simulator when NRT is exact.
 
-Random small nodes (1-4 NUMA zones, reserved CPUs, unhealthy GPUs, devices without NUMA
-affinity, 2Mi hugepages, CPU and Memory Manager on or off - the plugin then gets the
-matching ``ignoreList``) and random pods (one or two app containers, sometimes an init
-container or a native sidecar, integer or fractional CPU, GPUs, hugepages, sometimes
-Burstable). Pods are admitted one after another into ``fakenrt.kubelet``'s NodeState;
-before each, the NRT the node would publish is rendered from the simulator's state
-(``fakenrt.nrt.render_nrt``) and the plugin's verdict on it must equal the simulator's
-topology verdict. NRT cannot carry Memory Manager groups; the test adds the simulator's
-memory blocks to the ledger, as the observed memory-groups annotation does in a cluster.
-Pods the simulator refuses for whole-node reasons (``OutOf...``), and pods needing more
-devices without NUMA affinity than the node has left, are not compared: the scheduler
-loop's whole-node check refuses those before the plugin runs. Under single-numa-node
-(every step one zone) the placement the reservation would charge must also equal what the
-simulator took, zone by zone.
+Random small nodes (1-4 NUMA zones, NUMA distances, reserved CPUs, unhealthy GPUs, devices
+without NUMA affinity, 2Mi hugepages, CPU and Memory Manager on or off and
+``prefer-closest-numa-nodes`` - the plugin then gets the matching arguments) and random
+pods (one or two app containers, sometimes an init container or a native sidecar, integer
+or fractional CPU, GPUs, hugepages, sometimes Burstable). Pods are admitted one after
+another into ``fakenrt.kubelet``'s NodeState; before each, the NRT the node would publish
+is rendered from the simulator's state (``fakenrt.nrt.render_nrt``) and the plugin's
+verdict on it must equal the simulator's topology verdict. NRT cannot carry Memory
+Manager groups; the test adds the simulator's memory blocks to the ledger, as the observed
+memory-groups annotation does in a cluster. Pods the simulator refuses for whole-node
+reasons (``OutOf...``), and pods needing more devices without NUMA affinity than the node
+has left, are not compared: the scheduler loop's whole-node check refuses those before the
+plugin runs. Under single-numa-node (every step one zone) the placement the reservation
+would charge must also equal what the simulator took, zone by zone.
 """
 
 from __future__ import annotations
@@ -66,6 +66,10 @@ def profiles(draw: st.DrawFn) -> dict[str, Any]:
             zone["hugepages-2Mi"] = f"{draw(st.integers(0, 4))}Gi"
         zones.append(zone)
         first += cpus
+    if n > 1 and draw(st.booleans()):
+        far = {(i, j): draw(st.sampled_from([11, 20, 21, 30])) for i in range(n) for j in range(i)}
+        for i, zone in enumerate(zones):
+            zone["distances"] = [10 if i == j else far[(max(i, j), min(i, j))] for j in range(n)]
     reserved = draw(st.sets(st.integers(0, first - 1), max_size=2))
     kubelet: dict[str, Any] = {
         "topologyManagerPolicy": draw(st.sampled_from(["restricted", "single-numa-node"])),
@@ -73,6 +77,8 @@ def profiles(draw: st.DrawFn) -> dict[str, Any]:
         "cpuManagerPolicy": draw(st.sampled_from(["static", "static", "none"])),
         "memoryManagerPolicy": draw(st.sampled_from(["Static", "Static", "None"])),
     }
+    if draw(st.booleans()):
+        kubelet["topologyManagerPolicyOptions"] = {"prefer-closest-numa-nodes": "true"}
     if reserved:
         kubelet["reservedSystemCPUs"] = ",".join(str(c) for c in sorted(reserved))
     node: dict[str, Any] = {"name": "sim", "kubelet": kubelet, "zones": zones}
@@ -147,15 +153,21 @@ def exact_ledger(state: NodeState) -> ZoneLedger:
 
 
 def plugin_for(state: NodeState) -> NumaPlugin:
-    """NRT does not say whether the CPU / Memory Manager aligns; an operator who knows
-    lists the resources they do not align in ``ignoreList``."""
+    """NRT does not say whether the CPU / Memory Manager aligns, nor the Topology Manager's
+    options; an operator who knows lists the resources they do not align in
+    ``ignoreList`` and sets ``preferClosestNUMANodes``."""
     kubelet = state.profile.kubelet
     ignore: set[str] = set()
     if kubelet.cpu_manager_policy != "static":
         ignore.add("cpu")
     if kubelet.memory_manager_policy != "Static":
         ignore.update({"memory", "hugepages-2Mi"})
-    return NumaPlugin(PluginArgs(ignore_list=frozenset(ignore)))
+    return NumaPlugin(
+        PluginArgs(
+            ignore_list=frozenset(ignore),
+            prefer_closest_numa_nodes=kubelet.prefer_closest_numa_nodes,
+        )
+    )
 
 
 @settings(

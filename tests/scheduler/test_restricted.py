@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from fakenrt.podspec import PodSpec, pod_from_manifest
-from fakenrt.scheduler.args import PluginArgs
+from fakenrt.scheduler.args import ArgsError, PluginArgs, parse_args
 from fakenrt.scheduler.plugin import FilterResult, NumaPlugin
 from tests.scheduler.builders import GI, GPU, container, ledger, pod_manifest, topology
 
@@ -265,3 +265,63 @@ def test_device_not_reported_per_zone_is_not_aligned() -> None:
     result = run(GPU4_CPU16, pod)
     assert result.fit
     assert result.placement.amounts == {0: {"cpu": 2}}
+
+
+def test_prefer_closest_ranks_equally_narrow_masks_by_distance() -> None:
+    far = [[10, 30, 20], [30, 10, 20], [20, 20, 10]]
+    zones = [{"capacity": {"cpu": 4}}] * 3
+    topo = topology(zones, distances=far)
+    pod = one({"cpu": 6, "memory": "1Gi"})
+    lowest = NumaPlugin(PluginArgs(ignore_list=NO_MEMORY)).filter(pod, topo, ledger(topo))
+    closest = NumaPlugin(PluginArgs(ignore_list=NO_MEMORY, prefer_closest_numa_nodes=True)).filter(
+        pod, topo, ledger(topo)
+    )
+    assert lowest.placement.zones == (0, 1)
+    assert closest.placement.zones == (0, 2)
+    # single-numa-node ignores the option, as the kubelet does
+    single = topology(zones, policy="single-numa-node", distances=far)
+    two = one({"cpu": 2, "memory": "1Gi"})
+    result = NumaPlugin(PluginArgs(ignore_list=NO_MEMORY, prefer_closest_numa_nodes=True)).filter(
+        two, single, ledger(single)
+    )
+    assert result.placement.zones == (0,)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        pytest.param(None, PluginArgs(), id="defaults"),
+        pytest.param(
+            {
+                "ignoreList": ["memory"],
+                "reconstructAvailable": "false",
+                "scoringStrategy": "BalancedAllocation",
+                "preferClosestNUMANodes": True,
+            },
+            PluginArgs(
+                ignore_list=frozenset({"memory"}),
+                reconstruct_available=False,
+                scoring_strategy="BalancedAllocation",
+                prefer_closest_numa_nodes=True,
+            ),
+            id="all",
+        ),
+    ],
+)
+def test_parse_args(raw: Any, expected: PluginArgs) -> None:
+    assert parse_args(raw, source="args.yaml") == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        pytest.param([], "must be a mapping", id="not-mapping"),
+        pytest.param({"ignoreList": "cpu"}, "ignoreList must be a list", id="ignore"),
+        pytest.param({"reconstructAvailable": 1}, "reconstructAvailable must be", id="bool"),
+        pytest.param({"preferClosestNUMANodes": "yes"}, "preferClosestNUMANodes must be", id="b2"),
+    ],
+)
+def test_parse_args_errors(raw: Any, fragment: str) -> None:
+    with pytest.raises(ArgsError, match=r"^args\.yaml: ") as err:
+        parse_args(raw, source="args.yaml")
+    assert fragment in str(err.value)
