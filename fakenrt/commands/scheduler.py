@@ -80,7 +80,8 @@ def scheduler() -> None:
     "--args",
     "args_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Plugin arguments (YAML mapping): ignoreList, reconstructAvailable, scoringStrategy.",
+    help="Plugin arguments (YAML mapping): ignoreList, reconstructAvailable, scoringStrategy, "
+    "preferClosestNUMANodes.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def evaluate(
@@ -149,7 +150,8 @@ def evaluate(
     "--args",
     "args_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Plugin arguments (YAML mapping): ignoreList, reconstructAvailable, scoringStrategy.",
+    help="Plugin arguments (YAML mapping): ignoreList, reconstructAvailable, scoringStrategy, "
+    "preferClosestNUMANodes.",
 )
 @click.option(
     "--node-selector",
