@@ -131,6 +131,8 @@ def evaluate(
         click.echo(f"score {name}: {value}")
     for key in result.unplaced:
         click.echo(f"note: pod {key} has no placement annotation; not counted", err=True)
+    if pods and not args.reconstruct_available:
+        click.echo("note: --pods-on-node is not used with reconstructAvailable: false", err=True)
 
 
 @scheduler.command("run")
