@@ -51,3 +51,43 @@ def test_zero_request_hints_match_container_scope() -> None:
         TopologyHint(BitMask.of(0, 1), False),
     )
     assert by_pod == by_container == {GPU: expected}
+
+
+def test_restartable_init_container_devices_are_not_reallocated() -> None:
+    """manager_test.go TestRestartableInitContainerDeviceAllocation: 6 devices without
+    topology; init1 takes 3, sidecars 2 and 3 take 1 and 2 of them (a regular init
+    container's devices are reusable), the app containers take 1 and 2 more, and the
+    devices of sidecars and app containers never overlap (manager.go Allocate:
+    removeContainerAllocatedResources for restartable init containers)."""
+    res = "example.com/res"
+    profile = node(cpus_per_zone=8, node_devices={res: 6}, policy="best-effort")
+
+    def c(name: str, count: int, *, sidecar: bool = False) -> dict[str, object]:
+        spec = container(name, cpu=1, memory="256Mi", **{res: count})
+        if sidecar:
+            spec["restartPolicy"] = "Always"
+        return spec
+
+    p = pod(
+        "p",
+        c("normal1", 1),
+        c("normal2", 2),
+        init=[c("init1", 3), c("sidecar2", 1, sidecar=True), c("sidecar3", 2, sidecar=True)],
+    )
+    state = NodeState.from_profile(profile)
+    result = state.admit(p)
+    assert result.admit and result.allocation is not None
+    held = {c.name: set(c.devices.get(res, ())) for c in result.allocation.containers}
+    assert {k: len(v) for k, v in held.items()} == {
+        "init1": 3,
+        "sidecar2": 1,
+        "sidecar3": 2,
+        "normal1": 1,
+        "normal2": 2,
+    }
+    assert held["sidecar2"] <= held["init1"] and held["sidecar3"] <= held["init1"]
+    dedicated = [held[n] for n in ("sidecar2", "sidecar3", "normal1", "normal2")]
+    for i, a in enumerate(dedicated):
+        for b in dedicated[i + 1 :]:
+            assert not a & b
+    assert sum(state.zone_usage()[z].get(res, 0) for z in (0, 1)) == 0  # no NUMA zone

@@ -98,3 +98,45 @@ def test_single_and_cross_numa_blocks_never_share_a_node(
                     for n in block.numa:
                         assert groups.setdefault(n, block.numa) == block.numa
         assert not single & set(groups)
+
+
+def test_restartable_init_container_memory_is_not_reused() -> None:
+    """policy_static_test.go TestStaticPolicyAllocateWithRestartableInitContainers,
+    "should not re-use restartable init containers memory": one NUMA node with 7Gi of
+    memory and 7Gi of 1Gi hugepages; init1 1Gi, sidecar2 2Gi, init3 3Gi, sidecar4 4Gi,
+    app 1Gi (each of memory and hugepages). Regular init containers' blocks shrink to 0 as
+    later containers reuse them, the sidecars keep theirs, and the node ends up full."""
+    gi = 1024**3
+    profile = node(zones=1, cpus_per_zone=8, memory=7 * gi, hugepages={"hugepages-1Gi": 7 * gi})
+
+    def c(name: str, size: int, *, sidecar: bool = False) -> dict[str, object]:
+        spec = container(name, cpu=1, memory=f"{size}Gi", hugepages_1Gi=f"{size}Gi")
+        if sidecar:
+            spec["restartPolicy"] = "Always"
+        return spec
+
+    p = pod(
+        "pod1",
+        c("container1", 1),
+        init=[
+            c("initContainer1", 1),
+            c("restartableInitContainer2", 2, sidecar=True),
+            c("initContainer3", 3),
+            c("restartableInitContainer4", 4, sidecar=True),
+        ],
+    )
+    state = NodeState.from_profile(profile)
+    result = state.admit(p)
+    assert result.admit and result.allocation is not None
+    sizes = {c.name: {b.type: b.size // gi for b in c.memory} for c in result.allocation.containers}
+    assert sizes == {
+        "initContainer1": {"memory": 0, "hugepages-1Gi": 0},
+        "restartableInitContainer2": {"memory": 2, "hugepages-1Gi": 2},
+        "initContainer3": {"memory": 0, "hugepages-1Gi": 0},
+        "restartableInitContainer4": {"memory": 4, "hugepages-1Gi": 4},
+        "container1": {"memory": 1, "hugepages-1Gi": 1},
+    }
+    usage = state.zone_usage()[0]
+    assert (usage["memory"], usage["hugepages-1Gi"]) == (7 * gi, 7 * gi)
+    state.release(p.key)
+    assert state.zone_usage()[0]["memory"] == 0
