@@ -63,7 +63,8 @@ def test_restartable_init_container_devices_are_not_reallocated() -> None:
     profile = node(cpus_per_zone=8, node_devices={res: 6}, policy="best-effort")
 
     def c(name: str, count: int, *, sidecar: bool = False) -> dict[str, object]:
-        spec = container(name, cpu=1, memory="256Mi", **{res: count})
+        spec = container(name, cpu=1, memory="256Mi")
+        spec["resources"]["limits"][res] = count
         if sidecar:
             spec["restartPolicy"] = "Always"
         return spec
