@@ -5,10 +5,18 @@ Each case names the upstream function or test it mirrors.
 
 from __future__ import annotations
 
-from fakenrt.kubelet.bitmask import BitMask
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fakenrt.kubelet.bitmask import BitMask, iterate_masks
 from fakenrt.kubelet.hints import TopologyHint
 from fakenrt.kubelet.node import NodeState
-from fakenrt.kubelet.provider_devices import DeviceInventory, DeviceProvider, pod_device_requests
+from fakenrt.kubelet.provider_devices import (
+    Device,
+    DeviceInventory,
+    DeviceProvider,
+    pod_device_requests,
+)
 from tests.kubelet.builders import container, node, pod
 
 GPU = "nvidia.com/gpu"
@@ -92,3 +100,66 @@ def test_restartable_init_container_devices_are_not_reallocated() -> None:
         for b in dedicated[i + 1 :]:
             assert not a & b
     assert sum(state.zone_usage()[z].get(res, 0) for z in (0, 1)) == 0  # no NUMA zone
+
+
+@st.composite
+def _inventory(draw: st.DrawFn) -> DeviceInventory:
+    zones = draw(st.integers(1, 4))
+    devices: list[Device] = []
+    for z in range(zones):
+        for i in range(draw(st.integers(0, 3))):
+            devices.append(Device(f"d{z}-{i}", z, draw(st.booleans())))
+    for i in range(draw(st.integers(0, 2))):
+        devices.append(Device(f"free-{i}", None, draw(st.booleans())))
+    return DeviceInventory(numa_nodes=tuple(range(zones)), devices={GPU: tuple(devices)})
+
+
+@settings(max_examples=300, deadline=None)
+@given(_inventory(), st.data())
+def test_device_hints_follow_generate_device_topology_hints(
+    inventory: DeviceInventory, data: st.DataObject
+) -> None:
+    """topology_hints.go GetTopologyHints / generateDeviceTopologyHints, transcribed
+    again: no hints without any NUMA-aware device; an empty list when free healthy plus
+    reusable devices are too few; otherwise every mask whose free healthy devices (with
+    NUMA affinity) plus the reusable ones (which must all lie inside it, those without
+    affinity skipped) cover the request, preferred at the narrowest width any mask reaches
+    counting *all* devices."""
+    devices = inventory.devices[GPU]
+    ids = [d.id for d in devices]
+    allocated = frozenset(data.draw(st.sets(st.sampled_from(ids)))) if ids else frozenset()
+    reusable = (
+        frozenset(data.draw(st.sets(st.sampled_from(sorted(allocated)))))
+        if allocated
+        else frozenset()
+    )
+    request = data.draw(st.integers(0, len(ids) + 1))
+    provider = DeviceProvider(inventory, {GPU: allocated})
+    provider._reuse = {GPU: reusable}  # what earlier init containers left to reuse
+    c = container("c", cpu=1)
+    c["resources"]["limits"][GPU] = request
+    p = pod("p", c)
+    got = provider.container_hints(p, p.containers[0])
+    assert got is not None
+    numa = {d.id: d.numa for d in devices}
+    available = {d.id for d in devices if d.healthy} - allocated
+    if all(d.numa is None for d in devices):
+        assert got == {GPU: None}
+        return
+    if len(available | reusable) < request:
+        assert got == {GPU: ()}
+        return
+    min_size = len(inventory.numa_nodes)
+    masks: list[BitMask] = []
+    for mask in iterate_masks(inventory.numa_nodes):
+        in_mask = sum(1 for d in devices if d.numa is not None and mask.is_set(d.numa))
+        if in_mask >= request and mask.count() < min_size:
+            min_size = mask.count()
+        with_topology = [d for d in reusable if numa[d] is not None]
+        if any(not mask.is_set(n) for d in with_topology if (n := numa[d]) is not None):
+            continue
+        free = sum(1 for d in available if (n := numa[d]) is not None and mask.is_set(n))
+        if len(with_topology) + free < request:
+            continue
+        masks.append(mask)
+    assert got == {GPU: tuple(TopologyHint(m, m.count() == min_size) for m in masks)}
