@@ -7,14 +7,22 @@ nothing that needs the API server is ever skipped.
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 from kubernetes import client
 
 from tests.controlplane.cluster import ControlPlane, binaries_dir
 from tests.controlplane.helpers import admin_client, ensure_namespace, install_crds
+
+# Properties assert behaviour, never wall time: no per-example deadline anywhere. In CI the
+# examples are derandomized, so a red run is reproducible from its log alone.
+settings.register_profile("default", deadline=None)
+settings.register_profile("ci", deadline=None, derandomize=True, database=None, print_blob=True)
+settings.load_profile("ci" if os.environ.get("CI") == "true" else "default")
 
 
 @pytest.fixture(scope="session")
