@@ -33,7 +33,7 @@ from prometheus_client import CollectorRegistry  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 from exporter.health import Health  # noqa: E402
-from exporter.kube import PodApi  # noqa: E402
+from exporter.kube_pods import PodApi  # noqa: E402
 from exporter.metrics import ExporterMetrics  # noqa: E402
 from exporter.patching import Patcher  # noqa: E402
 from exporter.pod_cache import PodCache  # noqa: E402

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import click
 
-from exporter import logs
+from exporter import __version__, logs
 from exporter.daemon import Options
 from exporter.health import parse_bind_address
-from exporter.kube import KubeClient, KubeError
+from exporter.kubeclient import KubeClient
 from exporter.kubeconfig import KubeconfigError, from_kubeconfig, in_cluster
+from exporter.kubeerrors import ApiError
 from exporter.podresources_client import DEFAULT_SOCKET, DEFAULT_TIMEOUT_S, PodResourcesError
 from exporter.sysfs import SysfsError
 
@@ -24,7 +25,7 @@ _SYSFS_HELP = "Root of sysfs; CPU -> NUMA comes from <root>/devices/system/node/
 def _kube_client(kubeconfig: Path | None) -> KubeClient:
     try:
         config = in_cluster() if kubeconfig is None else from_kubeconfig(kubeconfig)
-        return KubeClient(config)
+        return KubeClient(config, user_agent=f"numa-exporter/{__version__}")
     except KubeconfigError as exc:
         raise click.ClickException(str(exc)) from exc
     except (OSError, ssl.SSLError) as exc:
@@ -183,7 +184,7 @@ def observe_command(  # noqa: PLR0917 - click passes options positionally
     as_json: bool,
 ) -> None:
     """Print the annotations the exporter would write on this node, once; writes nothing."""
-    from exporter.kube import PodApi
+    from exporter.kube_pods import PodApi
     from exporter.observe import observe
 
     if pod is not None and "/" not in pod:
@@ -198,7 +199,7 @@ def observe_command(  # noqa: PLR0917 - click passes options positionally
             pod=pod,
             timeout_s=rpc_timeout,
         )
-    except (SysfsError, PodResourcesError, KubeError) as exc:
+    except (SysfsError, PodResourcesError, ApiError) as exc:
         raise click.ClickException(str(exc)) from exc
     json.dump(result, sys.stdout, sort_keys=True)
     sys.stdout.write("\n")

@@ -20,7 +20,8 @@ from prometheus_client import CollectorRegistry
 
 from exporter import __version__
 from exporter.health import Health, HttpServer
-from exporter.kube import KubeClient, PodApi
+from exporter.kube_pods import PodApi
+from exporter.kubeclient import KubeClient
 from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher
 from exporter.pod_cache import PodCache

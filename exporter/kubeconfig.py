@@ -1,11 +1,14 @@
 """Where and how to reach the API server: a kubeconfig file or the in-cluster
 ServiceAccount. Reads files only; no network.
 
-The exporter talks to the API with a small urllib3 client of its own (``exporter.kube``)
-instead of the kubernetes package, whose import alone costs ~20 MiB of resident memory
-on every node. Supported credentials: bearer token (inline, ``tokenFile`` or the
-in-cluster projected token, re-read so rotation is picked up) and client certificates.
-Exec and auth-provider plugins are not supported: run in-cluster or use a token.
+Feeds ``exporter.kubeclient``, the project's one API client (which avoids the kubernetes
+package: see there). Supported: the current or a named context; server CA as a file
+(``certificate-authority``) or inline (``certificate-authority-data``);
+``insecure-skip-tls-verify``; bearer token inline (``token``) or from a file
+(``tokenFile``, and the in-cluster projected token, re-read so rotation is picked up);
+client certificates as files or inline ``-data`` (what Kind writes). Exec and
+auth-provider plugins are not supported (a clear :class:`KubeconfigError`): run
+in-cluster, or use a token or a client certificate.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import base64
 import os
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,6 +61,21 @@ def in_cluster(
     )
 
 
+def default_config(env: Mapping[str, str] | None = None, home: Path | None = None) -> ClusterConfig:
+    """Without an explicit kubeconfig: in-cluster when ``KUBERNETES_SERVICE_HOST`` is set,
+    else the first file of ``$KUBECONFIG``, else ``~/.kube/config``."""
+    env = dict(os.environ) if env is None else env
+    if env.get("KUBERNETES_SERVICE_HOST"):
+        return in_cluster(env=dict(env))
+    listed = [p for p in env.get("KUBECONFIG", "").split(os.pathsep) if p]
+    path = Path(listed[0]) if listed else (home or Path.home()) / ".kube" / "config"
+    if not path.exists():
+        raise KubeconfigError(
+            f"{path}: no kubeconfig, and not running in a cluster; pass --kubeconfig"
+        )
+    return from_kubeconfig(path)
+
+
 def _named(doc: dict[str, Any], key: str, name: str, path: Path) -> dict[str, Any]:
     for entry in doc.get(key) or []:
         if isinstance(entry, dict) and entry.get("name") == name:
@@ -70,7 +89,7 @@ def _data_file(data: str, suffix: str, path: Path, field: str) -> Path:
         raw = base64.b64decode(data, validate=True)
     except ValueError as exc:
         raise KubeconfigError(f"{path}: {field} is not base64") from exc
-    handle, name = tempfile.mkstemp(prefix="numa-exporter-", suffix=suffix)
+    handle, name = tempfile.mkstemp(prefix="numa-kubeconfig-", suffix=suffix)
     with os.fdopen(handle, "wb") as out:
         out.write(raw)
     return Path(name)
@@ -100,7 +119,7 @@ def from_kubeconfig(path: Path, context: str | None = None) -> ClusterConfig:
     if user.get("exec") or user.get("auth-provider"):
         raise KubeconfigError(
             f"{path}: user {ctx.get('user')!r} uses an exec/auth-provider plugin, which "
-            "numa-exporter does not support; use a token or a client certificate"
+            "this client does not support; use a token or a client certificate"
         )
     cert, key = rel(user.get("client-certificate")), rel(user.get("client-key"))
     if user.get("client-certificate-data"):
@@ -108,10 +127,14 @@ def from_kubeconfig(path: Path, context: str | None = None) -> ClusterConfig:
     if user.get("client-key-data"):
         key = _data_file(user["client-key-data"], ".key", path, "client-key-data")
     ca_data = cluster.get("certificate-authority-data")
+    try:
+        ca_text = base64.b64decode(ca_data, validate=True).decode() if ca_data else None
+    except ValueError as exc:  # binascii.Error and UnicodeDecodeError are ValueErrors
+        raise KubeconfigError(f"{path}: certificate-authority-data is not base64 PEM") from exc
     return ClusterConfig(
         server=server.rstrip("/"),
         ca_file=rel(cluster.get("certificate-authority")),
-        ca_data=base64.b64decode(ca_data).decode() if ca_data else None,
+        ca_data=ca_text,
         insecure_skip_tls_verify=bool(cluster.get("insecure-skip-tls-verify")),
         token=user.get("token"),
         token_file=rel(user.get("tokenFile")),

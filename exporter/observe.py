@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from exporter.kube import NotFound, PodApi
+from exporter.kube_pods import PodApi
+from exporter.kubeerrors import NotFound
 from exporter.placement import annotation_values, derive_placement
 from exporter.podresources_client import PodResourcesClient, PodResourcesUnimplemented
 from exporter.pods import PodView, pod_view

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from exporter.kube import Conflict, KubeError, NotFound, Rejected, Retryable
+from exporter.kubeerrors import ApiError, Conflict, NotFound, Transient
 from exporter.pods import PodView
 
 log = logging.getLogger(__name__)
@@ -127,7 +127,7 @@ class Patcher:
                     last_obj = self._writer.get_pod(target.namespace, target.name)
                 except NotFound:
                     return PatchOutcome(PatchResult.NOT_FOUND, None, True, None, conflicts)
-                except KubeError as read_exc:
+                except ApiError as read_exc:
                     log.warning("re-read failed", extra={"pod": pod.key, "error": str(read_exc)})
                     return PatchOutcome(PatchResult.FAILED, None, False, None, conflicts)
                 fresh = to_view(last_obj)
@@ -138,11 +138,8 @@ class Patcher:
                 if not again:
                     return PatchOutcome(PatchResult.UNCHANGED, last_obj, True, None, conflicts)
                 target, todo = fresh, dict(again)
-            except Rejected as exc:
-                log.error("patch rejected", extra={"pod": pod.key, "error": str(exc)})
-                return PatchOutcome(PatchResult.REJECTED, None, True, None, conflicts)
-            except Retryable as exc:
-                reached = reached or exc.status is not None
+            except Transient as exc:
+                reached = reached or exc.status != 0
                 if attempt + 1 < self.max_attempts:
                     delay = self._delay(attempt)
                     log.warning(
@@ -152,4 +149,7 @@ class Patcher:
                     self._sleep(delay)
                 else:
                     log.error("patch failed", extra={"pod": pod.key, "error": str(exc)})
+            except ApiError as exc:  # 401/403/422...: retrying will not help
+                log.error("patch rejected", extra={"pod": pod.key, "error": str(exc)})
+                return PatchOutcome(PatchResult.REJECTED, None, True, None, conflicts)
         return PatchOutcome(PatchResult.FAILED, last_obj, reached, None, conflicts)

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
-from exporter.kube import Gone, KubeError
+from exporter.kubeerrors import ApiError, Gone
 from exporter.pods import PodObjectError, PodView, pod_view
 
 log = logging.getLogger(__name__)
@@ -161,7 +161,7 @@ class PodCache:
             except Gone:
                 log.info("watch expired, listing again")
                 continue
-            except KubeError as exc:
+            except ApiError as exc:
                 self._set_connected(False)
                 log.warning("pod list/watch failed", extra={"error": str(exc)})
                 stop.wait(backoff * (0.5 + self._rng.random()))

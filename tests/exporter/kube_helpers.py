@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from kubernetes import client
 
-from exporter.kube import KubeClient
+from exporter.kubeclient import KubeClient
 from exporter.kubeconfig import ClusterConfig
 from tests.controlplane.cluster import ControlPlane
 

@@ -23,7 +23,7 @@ from prometheus_client import CollectorRegistry
 
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
 from exporter.health import Health
-from exporter.kube import PodApi
+from exporter.kube_pods import PodApi
 from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher
 from exporter.pod_cache import PodCache

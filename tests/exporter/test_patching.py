@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
-from exporter.kube import Rejected, Retryable
+from exporter.kubeerrors import Forbidden, Transient
 from exporter.patching import Patcher, PatchResult, build_patch, changes_for
 from exporter.pods import PodView, pod_view
 
@@ -60,11 +60,11 @@ OK = {"metadata": {"name": "p", "namespace": "ns", "uid": "u1", "resourceVersion
     [
         pytest.param([OK], PatchResult.APPLIED, 1, 0, id="applied"),
         pytest.param(
-            [Retryable("HTTP 429", 429), Retryable("HTTP 503", 503), OK],
+            [Transient(429, "HTTP 429"), Transient(503, "HTTP 503"), OK],
             PatchResult.APPLIED, 3, 2, id="429-then-503-then-ok",
         ),
-        pytest.param([Retryable("timeout")] * 4, PatchResult.FAILED, 4, 3, id="gives-up"),
-        pytest.param([Rejected("HTTP 403", 403)], PatchResult.REJECTED, 1, 0, id="forbidden"),
+        pytest.param([Transient(0, "timeout")] * 4, PatchResult.FAILED, 4, 3, id="gives-up"),
+        pytest.param([Forbidden(403, "HTTP 403")], PatchResult.REJECTED, 1, 0, id="forbidden"),
     ],
 )  # fmt: skip
 def test_retry_policy(

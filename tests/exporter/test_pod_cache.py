@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from exporter.kube import Gone, Retryable
+from exporter.kubeerrors import Gone, Transient
 from exporter.pod_cache import PodCache
 
 
@@ -65,8 +65,8 @@ def test_list_watch_relist_on_gone_and_backoff() -> None:
             ("10", [_pod("a", "9")]),
             [("ADDED", _pod("b", "11")), ("BOOKMARK", {"metadata": {"resourceVersion": "15"}})],
             [("MODIFIED", _pod("a", "16", phase="Succeeded")), ("DELETED", _pod("b", "17"))],
-            Gone("too old", 410),
-            Retryable("connection refused"),
+            Gone(410, "too old"),
+            Transient(0, "connection refused"),
             ("20", [_pod("c", "19")]),
         ],
     )

@@ -19,7 +19,8 @@ from prometheus_client import CollectorRegistry
 
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
 from exporter.health import Health
-from exporter.kube import KubeClient, PodApi
+from exporter.kube_pods import PodApi
+from exporter.kubeclient import KubeClient
 from exporter.kubeconfig import ClusterConfig
 from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher

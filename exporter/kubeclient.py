@@ -1,0 +1,287 @@
+"""The project's one Kubernetes API client: plain JSON dicts over urllib3.
+
+Every component that talks to the API server (numa-exporter, the fake-node controller,
+the NUMA scheduler loop) uses this client. It deliberately does not import the
+``kubernetes`` package: that import alone costs ~20 MiB of resident memory on every node
+running the exporter, and its generated model classes cost more CPU than the rest of the
+controller at 500 nodes. Configuration comes from ``exporter.kubeconfig`` (a kubeconfig
+file or the in-cluster ServiceAccount).
+
+Errors are mapped by HTTP status to ``exporter.kubeerrors`` (raised ``from`` the cause
+for connection failures); garbled answers and watch ``ERROR`` events are mapped the same
+way, so callers catch one hierarchy whatever the call.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import urllib3
+
+from exporter import __version__
+from exporter.kubeconfig import ClusterConfig
+from exporter.kubeerrors import Transient, error_for_status
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
+DEFAULT_READ_TIMEOUT_S = 10.0
+TOKEN_REREAD_S = 60.0
+LIST_PAGE = 500
+
+Query = Mapping[str, str] | Sequence[tuple[str, str]]
+
+
+def path(*parts: str) -> str:
+    """An API path from segments, each percent-quoted: ``path("api", "v1", "pods")``."""
+    return "/" + "/".join(urllib.parse.quote(p, safe="") for p in parts)
+
+
+def _ssl_context(config: ClusterConfig) -> ssl.SSLContext:
+    if config.insecure_skip_tls_verify:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    else:
+        context = ssl.create_default_context(
+            cafile=str(config.ca_file) if config.ca_file else None, cadata=config.ca_data
+        )
+    if config.client_cert_file and config.client_key_file:
+        context.load_cert_chain(str(config.client_cert_file), str(config.client_key_file))
+    return context
+
+
+def _lines(response: Any) -> Iterator[bytes]:
+    pending = b""
+    for chunk in response.stream(64 * 1024, decode_content=True):
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        yield from (line for line in lines if line.strip())
+    if pending.strip():
+        yield pending
+
+
+class KubeClient:
+    """JSON requests to one API server with a bearer token and/or a client certificate.
+
+    Thread-safe: one connection pool of ``pool_size`` connections is shared by all
+    callers. A ``tokenFile`` (the projected ServiceAccount token) is re-read every minute
+    so rotation is picked up. Raises ``ssl.SSLError``/``OSError`` at construction when
+    the TLS files cannot be loaded.
+    """
+
+    def __init__(
+        self,
+        config: ClusterConfig,
+        *,
+        connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+        read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
+        pool_size: int = 4,
+        user_agent: str = f"numa-testkit/{__version__}",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self.connect_timeout_s = connect_timeout_s
+        self.read_timeout_s = read_timeout_s
+        self._user_agent = user_agent
+        self._clock = clock
+        self._token: str | None = config.token
+        self._token_read_at = float("-inf")
+        self._lock = threading.Lock()
+        self._pool = urllib3.PoolManager(
+            num_pools=2,
+            maxsize=pool_size,
+            retries=False,
+            ssl_context=_ssl_context(config) if config.server.startswith("https") else None,
+        )
+
+    def close(self) -> None:
+        """Close the pooled connections."""
+        self._pool.clear()
+
+    def _authorization(self) -> dict[str, str]:
+        if self.config.token_file is not None:
+            with self._lock:
+                if self._clock() - self._token_read_at >= TOKEN_REREAD_S:
+                    try:
+                        self._token = self.config.token_file.read_text().strip()
+                        self._token_read_at = self._clock()
+                    except OSError as exc:
+                        raise Transient(
+                            0, f"cannot read token {self.config.token_file}: {exc}"
+                        ) from exc
+        return {"Authorization": f"Bearer {self._token}"} if self._token else {}
+
+    def _send(
+        self,
+        method: str,
+        url_path: str,
+        *,
+        what: str,
+        query: Query,
+        body: Any,
+        content_type: str,
+        read_timeout_s: float | None,
+        stream: bool,
+    ) -> Any:
+        url = self.config.server + url_path
+        pairs = list(query.items()) if isinstance(query, Mapping) else list(query)
+        if pairs:
+            url += "?" + urllib.parse.urlencode(pairs)
+        headers = {"Accept": JSON, "User-Agent": self._user_agent, **self._authorization()}
+        payload = None
+        if body is not None:
+            payload = json.dumps(body).encode()
+            headers["Content-Type"] = content_type
+        timeout = urllib3.Timeout(
+            connect=self.connect_timeout_s, read=read_timeout_s or self.read_timeout_s
+        )
+        try:
+            response = self._pool.request(
+                method, url, body=payload, headers=headers, timeout=timeout,
+                preload_content=not stream, redirect=False,
+            )  # fmt: skip
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise Transient(0, f"{what}: {type(exc).__name__}: {exc}") from exc
+        if response.status >= 400:
+            try:
+                data = response.read() if stream else response.data
+            except (urllib3.exceptions.HTTPError, OSError):
+                data = b""
+            finally:
+                if stream:
+                    response.release_conn()
+            raise error_for_status(response.status, what, data)
+        return response
+
+    def request(
+        self,
+        method: str,
+        url_path: str,
+        *,
+        what: str | None = None,
+        query: Query = (),
+        body: Any = None,
+        content_type: str = JSON,
+        read_timeout_s: float | None = None,
+    ) -> dict[str, Any]:
+        """One call; the decoded JSON object (``{}`` for an empty answer). ``what`` names
+        the call in error messages (default ``"<METHOD> <path>"``)."""
+        what = what or f"{method} {url_path}"
+        response = self._send(
+            method, url_path, what=what, query=query, body=body, content_type=content_type,
+            read_timeout_s=read_timeout_s, stream=False,
+        )  # fmt: skip
+        if not response.data:
+            return {}
+        try:
+            decoded = json.loads(response.data)
+        except ValueError as exc:
+            raise Transient(response.status, f"{what}: the answer is not JSON") from exc
+        return decoded if isinstance(decoded, dict) else {}
+
+    def get(self, url_path: str, *, what: str | None = None, **query: str) -> dict[str, Any]:
+        return self.request("GET", url_path, what=what, query=query)
+
+    def create(
+        self, url_path: str, body: Mapping[str, Any], *, what: str | None = None
+    ) -> dict[str, Any]:
+        return self.request("POST", url_path, what=what, body=dict(body))
+
+    def replace(
+        self, url_path: str, body: Mapping[str, Any], *, what: str | None = None
+    ) -> dict[str, Any]:
+        return self.request("PUT", url_path, what=what, body=dict(body))
+
+    def patch(
+        self,
+        url_path: str,
+        body: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        *,
+        content_type: str = MERGE_PATCH,
+        what: str | None = None,
+    ) -> dict[str, Any]:
+        """A merge (default), strategic-merge (:data:`STRATEGIC_MERGE_PATCH`) or JSON
+        (:data:`JSON_PATCH`, ``body`` is then a list of operations) patch."""
+        payload = dict(body) if isinstance(body, Mapping) else [dict(op) for op in body]
+        return self.request("PATCH", url_path, what=what, body=payload, content_type=content_type)
+
+    def delete(
+        self, url_path: str, body: Mapping[str, Any] | None = None, *, what: str | None = None
+    ) -> dict[str, Any]:
+        return self.request(
+            "DELETE", url_path, what=what, body=dict(body) if body is not None else None
+        )
+
+    def list_all(
+        self, url_path: str, *, what: str | None = None, **query: str
+    ) -> tuple[list[dict[str, Any]], str]:
+        """Every item of a collection (paged), and the list's resourceVersion."""
+        items: list[dict[str, Any]] = []
+        params = dict(query, limit=str(LIST_PAGE))
+        while True:
+            page = self.get(url_path, what=what, **params)
+            items.extend(page.get("items") or [])
+            meta = page.get("metadata") or {}
+            token = meta.get("continue")
+            if not token:
+                return items, str(meta.get("resourceVersion") or "")
+            params["continue"] = str(token)
+
+    def watch(
+        self,
+        url_path: str,
+        *,
+        resource_version: str = "",
+        timeout_s: int,
+        what: str | None = None,
+        on_open: Callable[[Any], None] | None = None,
+        **query: str,
+    ) -> Iterator[dict[str, Any]]:
+        """Stream watch events (``{"type", "object"}``, bookmarks included) from
+        ``resource_version`` (empty: the current state as ``ADDED`` events first) until
+        the server ends the watch after ``timeout_s``. An ``ERROR`` event raises the
+        class of its code (410 -> :class:`~exporter.kubeerrors.Gone`); a broken stream
+        raises :class:`~exporter.kubeerrors.Transient`. ``on_open`` receives the open
+        urllib3 response: ``shutdown()`` on it ends the stream from another thread."""
+        what = what or f"watch {url_path}"
+        params = [
+            *query.items(),
+            ("watch", "true"),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", str(timeout_s)),
+        ]
+        if resource_version:
+            params.append(("resourceVersion", resource_version))
+        response = self._send(
+            "GET", url_path, what=what, query=params, body=None, content_type=JSON,
+            read_timeout_s=timeout_s + self.read_timeout_s, stream=True,
+        )  # fmt: skip
+        if on_open is not None:
+            on_open(response)
+        try:
+            for line in _lines(response):
+                try:
+                    event = json.loads(line)
+                except ValueError as exc:
+                    raise Transient(0, f"{what}: garbled event") from exc
+                if not isinstance(event, dict):
+                    raise Transient(0, f"{what}: garbled event")
+                if event.get("type") == "ERROR":
+                    obj = event.get("object") or {}
+                    code = int(obj.get("code") or 500)
+                    raise error_for_status(code, what, json.dumps(obj).encode())
+                yield event
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise Transient(0, f"{what}: {type(exc).__name__}: {exc}") from exc
+        finally:
+            response.release_conn()

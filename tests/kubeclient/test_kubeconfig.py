@@ -1,0 +1,256 @@
+"""Kubeconfig and in-cluster loading for the shared client (``exporter.kubeconfig``), each
+credential kind checked against the real API server."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from exporter.kubeclient import KubeClient, path
+from exporter.kubeconfig import (
+    ClusterConfig,
+    KubeconfigError,
+    default_config,
+    from_kubeconfig,
+    in_cluster,
+)
+from exporter.kubeerrors import ApiError, Transient
+from tests.controlplane.cluster import ControlPlane
+
+NAMESPACES = path("api", "v1", "namespaces")
+
+KUBECONFIG = """
+apiVersion: v1
+kind: Config
+current-context: main
+contexts:
+- name: main
+  context: {cluster: c1, user: u1}
+- name: other
+  context: {cluster: c1, user: exec-user}
+clusters:
+- name: c1
+  cluster: {server: "https://10.0.0.1:6443/", certificate-authority: pki/ca.crt}
+users:
+- name: u1
+  user: {token: abc, client-certificate-data: Y2VydA==, client-key-data: a2V5}
+- name: exec-user
+  user: {exec: {command: aws}}
+"""
+
+
+def test_kubeconfig_fields_and_relative_paths(tmp_path: Path) -> None:
+    path = tmp_path / "config"
+    path.write_text(KUBECONFIG)
+    config = from_kubeconfig(path)
+    assert config.server == "https://10.0.0.1:6443"
+    assert config.ca_file == tmp_path / "pki" / "ca.crt"
+    assert config.token == "abc"
+    assert config.client_cert_file is not None and config.client_key_file is not None
+    assert config.client_cert_file.read_bytes() == b"cert"
+    assert config.client_key_file.read_bytes() == b"key"
+    config.client_cert_file.unlink()
+    config.client_key_file.unlink()
+
+
+@pytest.mark.parametrize(
+    "text,context,message",
+    [
+        pytest.param(KUBECONFIG, "other", "exec/auth-provider plugin", id="exec-plugin"),
+        pytest.param(KUBECONFIG, "missing", "contexts has no entry named 'missing'", id="ctx"),
+        pytest.param("- a\n", None, "not a kubeconfig mapping", id="not-a-mapping"),
+        pytest.param(
+            KUBECONFIG.replace("https://10.0.0.1:6443/", "10.0.0.1"), None, "no https server",
+            id="no-scheme",
+        ),
+    ],
+)  # fmt: skip
+def test_kubeconfig_errors_name_the_file(
+    tmp_path: Path, text: str, context: str | None, message: str
+) -> None:
+    path = tmp_path / "config"
+    path.write_text(text)
+    with pytest.raises(KubeconfigError, match=message) as err:
+        from_kubeconfig(path, context)
+    assert str(path) in str(err.value)
+
+
+def test_in_cluster(tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("t")
+    config = in_cluster(
+        tmp_path, {"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443"}
+    )
+    assert config == ClusterConfig(
+        server="https://[fd00::1]:443", ca_file=tmp_path / "ca.crt", token_file=tmp_path / "token"
+    )
+    with pytest.raises(KubeconfigError, match="KUBERNETES_SERVICE_HOST"):
+        in_cluster(tmp_path, {})
+
+
+@pytest.mark.controlplane
+def test_token_file_is_reread(control_plane: ControlPlane, tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("not-a-valid-token\n")
+    now = [0.0]
+    client = KubeClient(
+        ClusterConfig(server=control_plane.server, ca_file=control_plane.ca_file, token_file=token),
+        clock=lambda: now[0],
+    )
+    with pytest.raises(ApiError, match="HTTP 401") as err:
+        client.get(NAMESPACES)
+    assert err.value.status == 401 and type(err.value) is ApiError
+    token.write_text(control_plane.admin_token + "\n")  # rotated by the kubelet
+    now[0] += 61
+    assert client.get(NAMESPACES)["kind"] == "NamespaceList"
+
+
+@pytest.mark.controlplane
+def test_unreachable_server_is_transient(control_plane: ControlPlane) -> None:
+    client = KubeClient(
+        ClusterConfig(server="https://127.0.0.1:1", ca_file=control_plane.ca_file, token="t"),
+        connect_timeout_s=1,
+    )
+    with pytest.raises(Transient, match="GET /api/v1/namespaces") as err:
+        client.get(NAMESPACES)
+    assert err.value.status == 0
+
+
+@pytest.mark.controlplane
+def test_inline_ca_data_verifies_the_server(control_plane: ControlPlane) -> None:
+    ca = control_plane.ca_file.read_text()
+    config = ClusterConfig(server=control_plane.server, ca_data=ca, token=control_plane.admin_token)
+    assert KubeClient(config).get(NAMESPACES)["kind"] == "NamespaceList"
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _client_certificate(cp: ControlPlane, directory: Path, *, group: str) -> tuple[Path, Path]:
+    """A client certificate for user ``kind-admin`` in ``group``, signed by the server's CA
+    (the API server trusts that CA for client certificates: ``--client-ca-file``)."""
+    pki = cp.workdir / "pki"
+    key, csr, crt = directory / "client.key", directory / "client.csr", directory / "client.crt"
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+    openssl("genrsa", "-out", str(key), "2048")
+    openssl("req", "-new", "-key", str(key), "-subj", f"/O={group}/CN=kind-admin", "-out", str(csr))
+    openssl(
+        "x509", "-req", "-in", str(csr), "-CA", str(pki / "ca.crt"), "-CAkey", str(pki / "ca.key"),
+        "-CAcreateserial", "-CAserial", str(directory / "ca.srl"), "-days", "1", "-out", str(crt),
+    )  # fmt: skip
+    return crt, key
+
+
+def _kubeconfig(directory: Path, cluster: str, user: str) -> Path:
+    config = directory / "kubeconfig"
+    config.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "contexts:\n- name: c\n  context: {cluster: k, user: u}\n"
+        f"clusters:\n- name: k\n  cluster: {cluster}\n"
+        f"users:\n- name: u\n  user: {user}\n"
+    )
+    return config
+
+
+@pytest.mark.controlplane
+@pytest.mark.parametrize("inline", [pytest.param(True, id="data"), pytest.param(False, id="files")])
+def test_client_certificate_kubeconfig_like_kind_writes(
+    control_plane: ControlPlane, tmp_path: Path, inline: bool
+) -> None:
+    crt, key = _client_certificate(control_plane, tmp_path, group="system:masters")
+    if inline:
+        ca = _b64(control_plane.ca_file.read_bytes())
+        cluster = f"{{server: {control_plane.server}, certificate-authority-data: {ca}}}"
+        user = (
+            f"{{client-certificate-data: {_b64(crt.read_bytes())}, "
+            f"client-key-data: {_b64(key.read_bytes())}}}"
+        )
+    else:
+        cluster = (
+            f"{{server: {control_plane.server}, certificate-authority: {control_plane.ca_file}}}"
+        )
+        user = f"{{client-certificate: {crt.name}, client-key: {key.name}}}"  # relative paths
+    config = from_kubeconfig(_kubeconfig(tmp_path, cluster, user))
+    assert config.token is None and config.token_file is None
+    assert KubeClient(config).get(NAMESPACES)["kind"] == "NamespaceList"
+
+
+@pytest.mark.controlplane
+def test_token_file_and_insecure_skip_tls_verify(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    (tmp_path / "token").write_text(control_plane.admin_token + "\n")
+    config = from_kubeconfig(
+        _kubeconfig(
+            tmp_path,
+            f"{{server: {control_plane.server}, insecure-skip-tls-verify: true}}",
+            "{tokenFile: token}",
+        )
+    )
+    assert config.insecure_skip_tls_verify and config.token_file == tmp_path / "token"
+    assert KubeClient(config).get(NAMESPACES)["kind"] == "NamespaceList"
+
+
+@pytest.mark.controlplane
+def test_server_certificate_is_verified_against_the_ca(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    other_ca = tmp_path / "other-ca.crt"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+         str(tmp_path / "other.key"), "-subj", "/CN=other", "-days", "1", "-out", str(other_ca)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    config = ClusterConfig(server=control_plane.server, ca_file=other_ca, token="t")
+    with pytest.raises(Transient, match="SSL") as err:
+        KubeClient(config).get(NAMESPACES)
+    assert err.value.status == 0
+
+
+@pytest.mark.controlplane
+def test_in_cluster_service_account_reaches_the_server(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    (tmp_path / "token").write_text(control_plane.admin_token)
+    (tmp_path / "ca.crt").write_bytes(control_plane.ca_file.read_bytes())
+    port = control_plane.server.rsplit(":", 1)[1]
+    env = {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": port}
+    config = in_cluster(tmp_path, env)
+    assert KubeClient(config).get(NAMESPACES)["kind"] == "NamespaceList"
+
+
+def test_default_config_order(tmp_path: Path) -> None:
+    home_config = tmp_path / ".kube" / "config"
+    home_config.parent.mkdir()
+    home_config.write_text(KUBECONFIG)
+    listed = tmp_path / "listed"
+    listed.write_text(KUBECONFIG.replace("10.0.0.1", "10.0.0.2"))
+    assert default_config({}, tmp_path).server == "https://10.0.0.1:6443"
+    assert default_config({"KUBECONFIG": f"{listed}:{home_config}"}, tmp_path).server == (
+        "https://10.0.0.2:6443"
+    )
+    with pytest.raises(KubeconfigError, match="not running in a cluster"):
+        default_config({}, tmp_path / "nowhere")
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        pytest.param("certificate-authority-data", "not base64!", id="ca-data"),
+        pytest.param("client-certificate-data", "not base64!", id="cert-data"),
+    ],
+)
+def test_bad_inline_data_names_the_file_and_field(tmp_path: Path, field: str, value: str) -> None:
+    if field.startswith("certificate"):
+        config = _kubeconfig(tmp_path, f"{{server: https://h, {field}: '{value}'}}", "{}")
+    else:
+        config = _kubeconfig(tmp_path, "{server: https://h}", f"{{{field}: '{value}'}}")
+    with pytest.raises(KubeconfigError, match=field) as err:
+        from_kubeconfig(config)
+    assert str(config) in str(err.value)
