@@ -31,9 +31,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from exporter.kubeclient import KubeClient  # noqa: E402
+from exporter.kubeconfig import ClusterConfig  # noqa: E402
 from fakenrt.controller.effects import PublishNrt  # noqa: E402
 from fakenrt.controller.fleet import Fleet  # noqa: E402
-from fakenrt.controller.kube import KubeClient  # noqa: E402
 from fakenrt.controller.nodeobjects import NodeIdentity  # noqa: E402
 from fakenrt.controller.runner import Controller, RunOptions  # noqa: E402
 from fakenrt.controller.settings import ControllerSettings  # noqa: E402
@@ -101,14 +102,12 @@ CREATOR = """
 import json, sys
 from concurrent.futures import ThreadPoolExecutor
 sys.path.insert(0, {repo!r})
-from kubernetes import client
-from fakenrt.controller.kube import KubeClient, path
+from pathlib import Path
+from exporter.kubeclient import KubeClient, path
+from exporter.kubeconfig import ClusterConfig
 from benchmarks.bench_controller import NAMESPACE, pod
-cfg = client.Configuration()
-cfg.host, cfg.ssl_ca_cert = {server!r}, {ca!r}
-cfg.api_key, cfg.api_key_prefix = {{"authorization": {token!r}}}, {{"authorization": "Bearer"}}
-cfg.connection_pool_maxsize = 8
-kube = KubeClient(client.ApiClient(cfg))
+config = ClusterConfig(server={server!r}, ca_file=Path({ca!r}), token={token!r})
+kube = KubeClient(config, read_timeout_s=30, pool_size=8)
 where = path("api", "v1", "namespaces", NAMESPACE, "pods")
 names = json.load(sys.stdin)
 with ThreadPoolExecutor(max_workers=6) as pool:
@@ -146,13 +145,13 @@ def main() -> None:
         api = admin_client(cp)
         install_crds(api)
         ensure_namespace(api, NAMESPACE)
-        api.configuration.connection_pool_maxsize = 32
         sockets = "no" if args.no_sockets else "yes"
         print(
             f"control plane up in {time.monotonic() - t0:.1f}s; {args.nodes} nodes "
             f"({'/'.join(map(str, ZONES))} zones), sockets={sockets}, workers={args.workers}"
         )
-        bench(cp, KubeClient(api), args)
+        config = ClusterConfig(server=cp.server, ca_file=cp.ca_file, token=cp.admin_token)
+        bench(cp, KubeClient(config, connect_timeout_s=30, read_timeout_s=30, pool_size=32), args)
     core_only(args.nodes, args.pods_per_node * 5)  # last: it would skew the RSS figures
     print(f"total benchmark time {time.monotonic() - t0:.0f}s")
 

@@ -36,28 +36,31 @@ class Duration(click.ParamType[float]):
 
 
 DURATION = Duration()
+#: The controller's API deadline (connect and read) and connection pool size.
+API_TIMEOUT_S = 30.0
+API_POOL_SIZE = 32
 
 
 def _kube_client(kubeconfig: Path | None) -> Any:
-    from kubernetes import client, config
+    import ssl
 
-    from fakenrt.controller.kube import KubeClient
+    from exporter.kubeclient import KubeClient
+    from exporter.kubeconfig import KubeconfigError, default_config, from_kubeconfig
+    from fakenrt import __version__
 
     try:
-        if kubeconfig is not None:
-            api = config.new_client_from_config(config_file=str(kubeconfig))
-        else:
-            try:
-                config.load_incluster_config()
-                api = client.ApiClient()
-            except config.ConfigException:
-                api = config.new_client_from_config()
-    except (config.ConfigException, OSError, TypeError, ValueError) as exc:
-        where = kubeconfig or "$KUBECONFIG / ~/.kube/config / in-cluster"
-        raise click.ClickException(
-            f"cannot load a Kubernetes configuration ({where}): {exc}"
-        ) from exc
-    return KubeClient(api)
+        config = default_config() if kubeconfig is None else from_kubeconfig(kubeconfig)
+        return KubeClient(
+            config,
+            connect_timeout_s=API_TIMEOUT_S,
+            read_timeout_s=API_TIMEOUT_S,
+            pool_size=API_POOL_SIZE,
+            user_agent=f"fakenrt-controller/{__version__}",
+        )
+    except KubeconfigError as exc:
+        raise click.ClickException(f"cannot load a Kubernetes configuration: {exc}") from exc
+    except (OSError, ssl.SSLError) as exc:
+        raise click.ClickException(f"cannot load the API server's TLS settings: {exc}") from exc
 
 
 @click.command("controller")
@@ -209,7 +212,7 @@ def controller(**options: Any) -> None:
 
     kube = _kube_client(options["kubeconfig"])
     if options["remove_nodes"]:
-        from fakenrt.controller.kube import ApiError
+        from exporter.kubeerrors import ApiError
 
         try:
             removed = remove_nodes(kube, controller=options["controller_name"])
@@ -224,7 +227,7 @@ def controller(**options: Any) -> None:
 
 def _serve(ctl: Controller, metrics_address: str) -> None:
     """Start the controller (and its metrics server) and run it until a signal."""
-    from fakenrt.controller.kube import ApiError
+    from exporter.kubeerrors import ApiError
     from fakenrt.podresources_server import PodResourcesServerError
 
     if metrics_address:

@@ -18,6 +18,8 @@ import zlib
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
 
+from exporter.kubeclient import KubeClient
+from exporter.kubeerrors import ApiError, Transient
 from fakenrt.controller.effects import (
     DeletePod,
     Effect,
@@ -28,7 +30,6 @@ from fakenrt.controller.effects import (
     ReportNodeStatus,
     ServePodResources,
 )
-from fakenrt.controller.kube import ApiError, KubeClient, Transient
 from fakenrt.controller.writers import (
     NrtWriter,
     delete_pod,

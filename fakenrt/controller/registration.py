@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from fakenrt.controller.kube import STRATEGIC_MERGE_PATCH, Conflict, KubeClient, NotFound, path
+from exporter.kubeclient import STRATEGIC_MERGE_PATCH, KubeClient, path
+from exporter.kubeerrors import Conflict, NotFound
 from fakenrt.controller.nodeobjects import (
     NodeIdentity,
     is_owned,

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from exporter.kubeclient import KubeClient
 from fakenrt.controller.effects import Effect, ServePodResources
 from fakenrt.controller.executor import Executor
 from fakenrt.controller.fleet import Fleet
-from fakenrt.controller.kube import KubeClient
 from fakenrt.controller.metrics import Snapshot
 from fakenrt.controller.nodeobjects import NodeIdentity
 from fakenrt.controller.registration import register_nodes

@@ -20,7 +20,8 @@ import random
 import threading
 from typing import Any
 
-from fakenrt.controller.kube import ApiError, Gone, KubeClient, Transient, path
+from exporter.kubeclient import KubeClient, path
+from exporter.kubeerrors import ApiError, Gone, Transient
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Kubernetes writes of the controller, one function per effect kind. Edge module.
 
-Each takes the :class:`~fakenrt.controller.kube.KubeClient` and one effect and performs it
+Each takes the :class:`~exporter.kubeclient.KubeClient` and one effect and performs it
 the way the kubelet (or NFD / RTE for NRT objects) would:
 
 * pod status: strategic-merge patch of ``pods/status`` with a uid precondition; a pod
@@ -20,6 +20,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from exporter.kubeclient import STRATEGIC_MERGE_PATCH, KubeClient, path
+from exporter.kubeerrors import Conflict, Invalid, NotFound
 from fakenrt import __version__
 from fakenrt.controller.effects import (
     DeletePod,
@@ -28,14 +30,6 @@ from fakenrt.controller.effects import (
     RecordPodEvent,
     RenewLease,
     ReportNodeStatus,
-)
-from fakenrt.controller.kube import (
-    STRATEGIC_MERGE_PATCH,
-    Conflict,
-    Invalid,
-    KubeClient,
-    NotFound,
-    path,
 )
 from fakenrt.controller.nodeobjects import CONTROLLER_LABEL, LEASE_NAMESPACE, lease_object
 from fakenrt.controller.timestamps import micro_time, rfc3339

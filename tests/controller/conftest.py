@@ -7,10 +7,11 @@ import uuid
 from collections.abc import Callable
 
 import pytest
-from kubernetes import client
 
-from fakenrt.controller.kube import KubeClient
+from exporter.kubeclient import KubeClient
+from exporter.kubeconfig import ClusterConfig
 from fakenrt.profiles import NodeProfile, parse_profiles
+from tests.controlplane.cluster import ControlPlane
 
 
 class ManualClock:
@@ -32,8 +33,14 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-def kube(api_client: client.ApiClient) -> KubeClient:
-    return KubeClient(api_client)
+def kube(control_plane: ControlPlane) -> KubeClient:
+    return admin_kube(control_plane.server, control_plane)
+
+
+def admin_kube(server: str, cp: ControlPlane, *, timeout_s: float = 30.0) -> KubeClient:
+    """The shared client as the controller uses it (admin token), to ``server``."""
+    config = ClusterConfig(server=server, ca_file=cp.ca_file, token=cp.admin_token)
+    return KubeClient(config, connect_timeout_s=timeout_s, read_timeout_s=timeout_s, pool_size=16)
 
 
 def unique(prefix: str) -> str:

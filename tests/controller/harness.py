@@ -8,7 +8,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from fakenrt.controller.kube import KubeClient, NotFound, path
+from exporter.kubeclient import KubeClient, path
+from exporter.kubeerrors import NotFound
 from fakenrt.controller.runner import Controller, RunOptions
 from fakenrt.controller.settings import ControllerSettings
 from fakenrt.controller.writers import nrt_path

@@ -14,8 +14,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from exporter.kubeclient import KubeClient, path
+from exporter.kubeerrors import NotFound
 from fakenrt.cli import main
-from fakenrt.controller.kube import KubeClient, NotFound, path
 from fakenrt.controller.nodeobjects import NodeIdentity
 from fakenrt.controller.registration import register_nodes
 from tests.controller.conftest import make_profiles, two_numa_profile, unique

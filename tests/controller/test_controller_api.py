@@ -8,7 +8,8 @@ from functools import partial
 import pytest
 from kubernetes import client
 
-from fakenrt.controller.kube import KubeClient, NotFound, path
+from exporter.kubeclient import KubeClient, path
+from exporter.kubeerrors import NotFound
 from fakenrt.controller.nodeobjects import CONTROLLER_LABEL, FAKE_NODE_LABEL
 from fakenrt.controller.pods import SEQUENCE_ANNOTATION
 from fakenrt.controller.writers import lease_path, nrt_path

@@ -19,8 +19,8 @@ from exporter.annotations import (
     format_memory_groups,
     format_placement,
 )
+from exporter.kubeclient import KubeClient
 from fakenrt.controller.endpoints import socket_path, sysfs_root
-from fakenrt.controller.kube import KubeClient
 from fakenrt.kubelet.allocation import PodAllocation
 from fakenrt.profiles import NodeProfile
 from tests.controller.conftest import make_profiles, two_numa_profile, unique

@@ -16,7 +16,7 @@ PURE = (
 )  # fmt: skip
 FORBIDDEN = (
     "kubernetes", "grpc", "protos", "prometheus_client", "urllib3", "threading", "socket",
-    "subprocess", "fakenrt.controller.kube", "fakenrt.podresources_server",
+    "subprocess", "exporter.kubeclient", "fakenrt.podresources_server",
 )  # fmt: skip
 ROOT = Path(fakenrt.controller.__file__).parent
 

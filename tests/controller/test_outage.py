@@ -4,11 +4,16 @@ running, retries its writes with backoff, resumes its watch, and catches up afte
 from __future__ import annotations
 
 import pytest
-from kubernetes import client
 
-from fakenrt.controller.kube import KubeClient
+from exporter.kubeclient import KubeClient
 from fakenrt.controller.writers import lease_path
-from tests.controller.conftest import ManualClock, make_profiles, two_numa_profile, unique
+from tests.controller.conftest import (
+    ManualClock,
+    admin_kube,
+    make_profiles,
+    two_numa_profile,
+    unique,
+)
 from tests.controller.harness import create_pod, phase_of, running, wait_for
 from tests.controller.podmanifests import pod
 from tests.controlplane.cluster import ControlPlane
@@ -21,12 +26,7 @@ def test_survives_an_api_outage_and_catches_up(
     kube: KubeClient, control_plane: ControlPlane, namespace: str
 ) -> None:
     proxy = TcpProxy(control_plane.apiserver_port).start()
-    cfg = client.Configuration()
-    cfg.host = f"https://127.0.0.1:{proxy.port}"
-    cfg.ssl_ca_cert = str(control_plane.ca_file)
-    cfg.api_key = {"authorization": control_plane.admin_token}
-    cfg.api_key_prefix = {"authorization": "Bearer"}
-    via_proxy = KubeClient(client.ApiClient(cfg), timeout=5)
+    via_proxy = admin_kube(f"https://127.0.0.1:{proxy.port}", control_plane, timeout_s=5)
     clock = ManualClock()
     (profile,) = make_profiles(two_numa_profile(unique("fake")))
     node = profile.name

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from exporter.kubeclient import KubeClient, path
 from exporter.podresources_client import PodResourcesClient
 from exporter.sysfs import read_cpu_numa_map
 from fakenrt.controller.endpoints import socket_path, sysfs_root
-from fakenrt.controller.kube import KubeClient, path
 from tests.controller.conftest import make_profiles, two_numa_profile, unique
 from tests.controller.harness import create_pod, phase_of, running, wait_for
 from tests.controller.podmanifests import pod

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from fakenrt.controller.kube import KubeClient, NotFound, path
+from exporter.kubeclient import KubeClient, path
+from exporter.kubeerrors import NotFound
 from fakenrt.controller.nodeobjects import (
     CONTROLLER_LABEL,
     FAKE_NODE_LABEL,

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from exporter.kubeclient import KubeClient, path
+from exporter.kubeerrors import NotFound
 from fakenrt.controller.effects import (
     DeletePod,
     PatchPodStatus,
@@ -16,7 +18,6 @@ from fakenrt.controller.effects import (
     RecordPodEvent,
     RenewLease,
 )
-from fakenrt.controller.kube import KubeClient, NotFound, path
 from fakenrt.controller.nodeobjects import CONTROLLER_LABEL
 from fakenrt.controller.writers import (
     NrtWriter,
