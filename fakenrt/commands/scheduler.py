@@ -190,12 +190,15 @@ def run(
     then NUMA alignment from its NRT), score, write the predicted placement and bind."""
     import logging
     import signal
+    import ssl
     import threading
     import time
 
-    from kubernetes import config as kube_config
     from prometheus_client import CollectorRegistry, start_http_server
 
+    from exporter.kubeclient import KubeClient
+    from exporter.kubeconfig import KubeconfigError, from_kubeconfig
+    from fakenrt import __version__
     from fakenrt.scheduler.kube import KubeCluster, watch_pods
     from fakenrt.scheduler.loop import Scheduler
     from fakenrt.scheduler.metrics import SchedulerMetrics
@@ -213,15 +216,19 @@ def run(
         except ArgsError as exc:
             raise click.ClickException(str(exc)) from None
     try:
-        api = kube_config.new_client_from_config(config_file=str(kubeconfig))
-    except (OSError, kube_config.ConfigException) as exc:
-        raise click.ClickException(f"{kubeconfig}: {exc}") from None
+        kube = KubeClient(
+            from_kubeconfig(kubeconfig), user_agent=f"fakenrt-scheduler/{__version__}"
+        )
+    except KubeconfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    except (OSError, ssl.SSLError) as exc:
+        raise click.ClickException(f"{kubeconfig}: cannot load the TLS settings: {exc}") from None
     registry = CollectorRegistry()
     metrics = SchedulerMetrics(registry)
     if metrics_port is not None:
         server, _ = start_http_server(metrics_port, registry=registry)
         click.echo(f"metrics on :{server.server_port}/metrics", err=True)
-    cluster = KubeCluster(api, scheduler_name=scheduler_name, node_selector=node_selector)
+    cluster = KubeCluster(kube, scheduler_name=scheduler_name, node_selector=node_selector)
     sched = Scheduler(
         cluster=cluster,
         plugin=NumaPlugin(args),
@@ -245,5 +252,7 @@ def run(
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    threading.Thread(target=watch_pods, args=(api, scheduler_name, wake, stop), daemon=True).start()
+    threading.Thread(
+        target=watch_pods, args=(kube, scheduler_name, wake, stop), daemon=True
+    ).start()
     sched.run(stop, period=period, wake=wake)

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from exporter.kubeerrors import ApiError, NotFound
 from fakenrt.scheduler.backoff import Backoff
 from fakenrt.scheduler.cluster import ClusterSnapshot, PodSnapshot
 from fakenrt.scheduler.cycle import SchedulingCycle
-from fakenrt.scheduler.errors import ClusterError, NotFound
 from fakenrt.scheduler.metrics import SchedulerMetrics
 from fakenrt.scheduler.plugin import NumaPlugin
 
@@ -124,7 +124,7 @@ class Scheduler:
                 )
                 try:
                     self.cluster.record_unschedulable(pod, decision.message)
-                except ClusterError as exc:
+                except ApiError as exc:
                     log.warning("could not record event: %s", exc)
                 continue
             try:
@@ -134,7 +134,7 @@ class Scheduler:
                 cycle.forget(decision)
                 self.backoff.forget(pod.key)
                 continue
-            except ClusterError as exc:
+            except ApiError as exc:
                 cycle.forget(decision)
                 self.backoff.failed(pod.key, now)
                 log.warning("bind of %s to %s failed: %s", pod.key, decision.node, exc)
@@ -165,7 +165,7 @@ class Scheduler:
         while not stop.is_set():
             try:
                 self.run_cycle()
-            except ClusterError as exc:
+            except ApiError as exc:
                 log.warning("cycle failed: %s", exc)
             if wake is not None:
                 wake.wait(period)

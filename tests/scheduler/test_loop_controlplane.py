@@ -18,6 +18,8 @@ from kubernetes import client
 from prometheus_client import CollectorRegistry
 
 from exporter.annotations import OBSERVED_PLACEMENT, PREDICTED_PLACEMENT, parse_placement
+from exporter.kubeclient import KubeClient
+from exporter.kubeconfig import from_kubeconfig
 from fakenrt.cli import main
 from fakenrt.scheduler.args import PluginArgs
 from fakenrt.scheduler.backoff import Backoff
@@ -44,6 +46,7 @@ class FakeClock:
 @dataclass
 class Env:
     api: client.ApiClient
+    kube: KubeClient
     namespace: str
     label: str
     scheduler_name: str
@@ -121,7 +124,7 @@ class Env:
     def scheduler(self, args: PluginArgs | None = None) -> Scheduler:
         return Scheduler(
             cluster=KubeCluster(
-                self.api,
+                self.kube,
                 scheduler_name=self.scheduler_name,
                 node_selector=f"numa-test={self.label}",
             ),
@@ -144,9 +147,14 @@ class Env:
 
 
 @pytest.fixture
-def env(api_client: client.ApiClient, nrt_crd: list[str], namespace: str) -> Iterator[Env]:
+def env(
+    api_client: client.ApiClient, control_plane: ControlPlane, nrt_crd: list[str], namespace: str
+) -> Iterator[Env]:
     label = f"sched-{uuid.uuid4().hex[:8]}"
-    e = Env(api=api_client, namespace=namespace, label=label, scheduler_name=f"numa-{label}")
+    kube = KubeClient(from_kubeconfig(control_plane.kubeconfig))
+    e = Env(
+        api=api_client, kube=kube, namespace=namespace, label=label, scheduler_name=f"numa-{label}"
+    )
     yield e
     custom = client.CustomObjectsApi(api_client)
     for name in e.nodes:
@@ -276,7 +284,7 @@ def test_running_loop_binds_a_new_pod_promptly(env: Env) -> None:
     stop, wake = threading.Event(), threading.Event()
     watcher = threading.Thread(
         target=watch_pods,
-        args=(env.api, env.scheduler_name, wake, stop),
+        args=(env.kube, env.scheduler_name, wake, stop),
         kwargs={"timeout_seconds": 2},
         daemon=True,
     )
