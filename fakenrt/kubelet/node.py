@@ -48,6 +48,13 @@ from fakenrt.kubelet.provider_memory import (
     release_blocks,
     update_machine_state,
 )
+from fakenrt.kubelet.restore import (
+    RestoreError,
+    check_containers,
+    restore_cpus,
+    restore_devices,
+    restore_memory,
+)
 from fakenrt.kubelet.scope import all_containers
 from fakenrt.kubelet.topology import CpuTopology
 from fakenrt.podspec import PodSpec
@@ -241,6 +248,54 @@ class NodeState:
         for name, amount in request.items():
             self._used[name] = self._used.get(name, 0) + amount
         return AdmissionResult(pod.key, True, None, None, hints, allocation)
+
+    def restore(self, pod: PodSpec, allocation: PodAllocation) -> None:
+        """Apply exactly ``allocation`` (recorded when the pod was admitted) without asking
+        the hint providers, as a restarted kubelet restores its checkpoints: the CPU ids,
+        device ids and memory blocks of every container, the pod's requests in the
+        whole-node fit check, and the pod's place at the end of the admission order.
+        Restoring a node's surviving allocations in their admission order on a fresh
+        state gives the state the node had (see :mod:`fakenrt.kubelet.restore` for the
+        Memory Manager's books). Raises ValueError (:class:`RestoreError`) naming the pod,
+        the container and the id when the allocation cannot be applied to this state;
+        the state is then unchanged."""
+        s = self._s
+        where = f"node {s.profile.name}: pod {pod.key}"
+        if pod.key in self._pods:
+            raise RestoreError(f"{where}: the pod already holds resources on the node")
+        check_containers(where, pod, allocation)
+        default = restore_cpus(
+            where,
+            allocation,
+            node_cpus=frozenset(s.topo.cpus),
+            reserved=s.profile.kubelet.reserved_cpus,
+            default=self._cpu_default,
+            static=s.cpu_static,
+        )
+        devices = restore_devices(
+            where, allocation, inventory=s.inventory, allocated=self._dev_allocated
+        )
+        mem, blocks = restore_memory(where, allocation, state=self._mem, static=s.memory_static)
+        request = predicate.pod_request_units(pod)
+        failure = predicate.check(
+            node_name=s.profile.name,
+            pod=pod,
+            request=request,
+            allocatable=s.allocatable,
+            used=self._used,
+            pod_count=len(self._pods),
+        )
+        if failure is not None:
+            raise RestoreError(f"{where}: {failure.reason}: {failure.message}")
+        self._cpu_default = default
+        self._dev_allocated = devices
+        if s.memory_static:
+            self._mem = mem
+            self._blocks[pod.key] = blocks
+        self._pods[pod.key] = allocation
+        self._requests[pod.key] = request
+        for name, amount in request.items():
+            self._used[name] = self._used.get(name, 0) + amount
 
     def release(self, pod_key: str) -> None:
         """Give back exactly what the pod holds. An unknown key is a no-op."""
