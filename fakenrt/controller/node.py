@@ -3,12 +3,14 @@
 A :class:`NodeModel` owns the node's :class:`~fakenrt.kubelet.node.NodeState` (the
 Topology Manager simulator), the pods bound to it and its :class:`LagPipeline`. It reacts
 to pods seen on the watch and to its timers (start, completion, NRT publication, refresh)
-and answers with :mod:`effects`; it never performs I/O. Timers live in a queue shared by
-every node of the fleet, keyed ``(kind, node, pod key)``.
+and answers with :mod:`effects`; it performs no I/O (beyond logging a warning when a
+recorded allocation cannot be restored). Timers live in a queue shared by every node of
+the fleet, keyed ``(kind, node, pod key)``.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -26,7 +28,12 @@ from fakenrt.controller.effects import (
 )
 from fakenrt.controller.lag import LagPipeline
 from fakenrt.controller.nodeobjects import NodeIdentity
-from fakenrt.controller.pods import RUN_DURATION_ANNOTATION, SEQUENCE_ANNOTATION, ObservedPod
+from fakenrt.controller.pods import (
+    ALLOCATION_ANNOTATION,
+    RUN_DURATION_ANNOTATION,
+    SEQUENCE_ANNOTATION,
+    ObservedPod,
+)
 from fakenrt.controller.podstatus import (
     pending_status,
     rejected_status,
@@ -36,9 +43,12 @@ from fakenrt.controller.podstatus import (
 from fakenrt.controller.settings import ControllerSettings
 from fakenrt.controller.timers import TimerQueue
 from fakenrt.kubelet.allocation import UNEXPECTED_ADMISSION_ERROR, PodAllocation
+from fakenrt.kubelet.allocation_codec import decode_allocation, encode_allocation
 from fakenrt.kubelet.node import NodeState
 from fakenrt.nrt import render_nrt
 from fakenrt.profiles.model import NodeProfile
+
+log = logging.getLogger(__name__)
 
 TimerKey = tuple[str, str, str]
 START, COMPLETE, PUBLISH, REFRESH = "start", "complete", "publish", "refresh"
@@ -211,19 +221,47 @@ class NodeModel:
     # ---- admission -------------------------------------------------------------------
 
     def recover(self, pods: Iterable[ObservedPod], now: float) -> list[Effect]:
-        """Re-admit pods found on the API after a (re)start, in the given order (see
-        ``pods.recovery_order``). Pods the controller admitted before keep their sequence
-        number; pods it never saw go through admission as if just bound."""
+        """Rebuild the node from the pods found on the API after a (re)start, given in
+        recovery order (see ``pods.recovery_order``). First every pod that carries its
+        recorded allocation gets exactly that back (:meth:`NodeState.restore`, as a kubelet
+        restores its checkpoints); then the others - never seen, recorded allocation
+        missing, unreadable or no longer applicable (logged) - go through admission as if
+        just bound. Pods keep their sequence numbers."""
         effects: list[Effect] = []
         ordered = list(pods)
         known = [p.sequence for p in ordered if p.sequence is not None]
         self._next_sequence = max([self._next_sequence - 1, *known]) + 1
+        readmit: list[ObservedPod] = []
         for pod in ordered:
+            allocation = self._recorded(pod)
+            if allocation is None:
+                readmit.append(pod)
+            else:
+                effects += self._admitted(pod, allocation, now)
+        for pod in readmit:
             effects += self.observe(pod, now)
         # The rebuilt state is published whole afterwards (publish_now), not step by step.
         self.lag.clear()
         self._timers.cancel(self._key(PUBLISH))
         return [e for e in effects if not isinstance(e, PublishNrt | ServePodResources)]
+
+    def _recorded(self, pod: ObservedPod) -> PodAllocation | None:
+        """Restore the pod's recorded allocation into the node's state; None (the pod is
+        to be admitted again) when it has none or it cannot be applied."""
+        if pod.allocation is None or pod.spec is None or pod.deleting or pod.terminal:
+            return None
+        if pod.key in self.pods:
+            return None
+        try:
+            allocation = decode_allocation(pod.allocation, namespace=pod.namespace, name=pod.name)
+            self.state.restore(pod.spec, allocation)
+        except ValueError as exc:  # AllocationCodecError, RestoreError
+            log.warning(
+                "node %s: pod %s: annotation %s not restored, admitting the pod again: %s",
+                self.name, pod.key, ALLOCATION_ANNOTATION, exc,
+            )  # fmt: skip
+            return None
+        return allocation
 
     def _take_host(self, pod: ObservedPod) -> int | None:
         prefix = self.identity.pod_ip(0)[: -len("0")]
@@ -244,16 +282,26 @@ class NodeModel:
             reason, message = UNEXPECTED_ADMISSION_ERROR, f"cannot read the pod: {pod.error}"
             return self._reject(pod, reason, message, now)
         result = self.state.admit(pod.spec)
-        if not result.admit:
+        if not result.admit or result.allocation is None:
             reason = result.reason or UNEXPECTED_ADMISSION_ERROR
             return self._reject(pod, reason, result.message or reason, now)
+        return self._admitted(pod, result.allocation, now)
+
+    def _admitted(self, pod: ObservedPod, allocation: PodAllocation, now: float) -> list[Effect]:
+        """The pod holds ``allocation`` in the node's state (admitted or restored): track
+        it, record its sequence number and allocation on it, start it or keep it running."""
         self.admissions += 1
         sequence = pod.sequence if pod.sequence is not None else self._next_sequence
         self._next_sequence = max(self._next_sequence, sequence + 1)
         tracked = TrackedPod(pod, Stage.STARTING, sequence=sequence, admitted_at=now)
         self.pods[pod.key] = tracked
         effects = self._changed(now)
-        annotations = {} if pod.sequence == sequence else {SEQUENCE_ANNOTATION: str(sequence)}
+        annotations: dict[str, str] = {}
+        if pod.sequence != sequence:
+            annotations[SEQUENCE_ANNOTATION] = str(sequence)
+        recorded = encode_allocation(allocation)
+        if pod.allocation != recorded:
+            annotations[ALLOCATION_ANNOTATION] = recorded
         if pod.phase == "Running" and pod.started is not None:
             # Recovered after a restart: it was started before; keep its status.
             tracked.stage = Stage.RUNNING

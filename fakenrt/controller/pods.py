@@ -10,6 +10,10 @@ Annotations the controller reads and writes (``fakenrt.io/``):
 * :data:`SEQUENCE_ANNOTATION` - written by the controller when it admits a pod: the
   pod's admission sequence number on its node (1, 2, ...). After a restart the controller
   re-admits a node's pods in this order (see ``docs/controller.md``).
+* :data:`ALLOCATION_ANNOTATION` - written with the sequence number: exactly what the
+  simulated kubelet gave the pod (CPU ids, device ids, memory blocks per container;
+  :mod:`fakenrt.kubelet.allocation_codec`), the controller's stand-in for the kubelet's
+  checkpoint files. After a restart the pod gets exactly this back.
 * :data:`RUN_DURATION_ANNOTATION` - set by users: how long the pod runs before it
   Succeeds (``30s``, ``5m``, ``1h30m`` or seconds); absent means the controller default.
 """
@@ -24,6 +28,7 @@ from fakenrt.controller.timestamps import parse_rfc3339
 from fakenrt.podspec import PodSpec, PodSpecError, pod_from_manifest
 
 SEQUENCE_ANNOTATION = "fakenrt.io/admission-sequence"
+ALLOCATION_ANNOTATION = "fakenrt.io/allocation"
 RUN_DURATION_ANNOTATION = "fakenrt.io/run-duration"
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
@@ -47,6 +52,8 @@ class ObservedPod:
     error: str | None = None
     #: Admission sequence number on its node, from :data:`SEQUENCE_ANNOTATION`.
     sequence: int | None = None
+    #: The recorded allocation, as written in :data:`ALLOCATION_ANNOTATION` (not parsed).
+    allocation: str | None = None
     run_duration: str | None = None
     #: ``status.startTime`` in seconds (None before the kubelet started it).
     started: float | None = None
@@ -68,6 +75,10 @@ def _sequence(raw: object) -> int | None:
     if isinstance(raw, str) and raw.isdigit():
         return int(raw)
     return None
+
+
+def _text(raw: object) -> str | None:
+    return raw if isinstance(raw, str) else None
 
 
 def observe_pod(manifest: Mapping[str, Any]) -> ObservedPod:
@@ -102,6 +113,7 @@ def observe_pod(manifest: Mapping[str, Any]) -> ObservedPod:
         spec=spec,
         error=error,
         sequence=_sequence(annotations.get(SEQUENCE_ANNOTATION)),
+        allocation=_text(annotations.get(ALLOCATION_ANNOTATION)),
         run_duration=annotations.get(RUN_DURATION_ANNOTATION),
         images=images,
         started=parse_rfc3339(started) if isinstance(started, str) else None,

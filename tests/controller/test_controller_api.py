@@ -4,12 +4,16 @@ and lifecycle, R3 lag (driven by an injected clock), restart recovery, ownership
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 
 import pytest
 from kubernetes import client
 
 from exporter.kubeclient import KubeClient, path
 from exporter.kubeerrors import NotFound
+from exporter.podresources_client import PodResourcesClient
+from exporter.resources import PodResources
+from fakenrt.controller.endpoints import socket_path
 from fakenrt.controller.nodeobjects import CONTROLLER_LABEL, FAKE_NODE_LABEL
 from fakenrt.controller.pods import SEQUENCE_ANNOTATION
 from fakenrt.controller.writers import lease_path, nrt_path
@@ -151,15 +155,55 @@ def test_restart_recovers_without_double_allocation(kube: KubeClient, namespace:
         assert second.fleet is not None
         after = second.fleet.nodes[node].state.allocations()
         assert list(after) == [f"{namespace}/p0", f"{namespace}/p2", f"{namespace}/p3"]
-        # p0 was admitted before any release: re-admitted in order, it gets exactly what it
-        # held. (p2 may move: the node's history before the restart is not replayed.)
+        # p0 and p2 get back exactly what they held (their recorded allocations).
         assert after[f"{namespace}/p0"] == before[f"{namespace}/p0"]
+        assert after[f"{namespace}/p2"] == before[f"{namespace}/p2"]
         cpus = [c for a in after.values() for c in a.containers[0].cpus]
         gpus = [g for a in after.values() for g in a.containers[0].devices["nvidia.com/gpu"]]
         assert len(cpus) == len(set(cpus)) == 6 and len(gpus) == len(set(gpus)) == 3
         wait_for(lambda: sum(cpus_available(kube, node).values()) == 2, what="NRT consistent")
         p3 = get_pod(kube, namespace, "p3")
         assert p3["metadata"]["annotations"][SEQUENCE_ANNOTATION] == "4"
+
+
+def _listed(state: Path, node: str, names: tuple[str, ...]) -> dict[str, PodResources]:
+    """The node's podresources ``List`` for the pods ``names``."""
+    client = PodResourcesClient(socket_path(state, node), timeout_s=5)
+    try:
+        return {p.name: p for p in client.list() if p.name in names}
+    finally:
+        client.close()
+
+
+def test_restart_keeps_exact_ids_after_releases(
+    kube: KubeClient, namespace: str, tmp_path: Path
+) -> None:
+    """Admit a and b, release a, admit c (it takes a's CPUs and GPU), restart: b and c keep
+    exactly their CPU ids, device ids and memory blocks, as the podresources API reports
+    them - the recorded allocation is restored, not recomputed."""
+    (profile,) = make_profiles(two_numa_profile(unique("fake")))
+    node, state = profile.name, tmp_path / "s"
+    with running(kube, [profile], state_dir=state):
+        for name in ("a", "b"):
+            create_pod(kube, pod(name, node, namespace=namespace, cpu="2", gpus=1))
+            wait_for(phase_of(kube, namespace, name, "Running"), what=f"{name} Running")
+        a_held = _listed(state, node, ("a",))["a"].containers
+        kube.delete(
+            path("api", "v1", "namespaces", namespace, "pods", "a"), {"gracePeriodSeconds": 0}
+        )
+        wait_for(lambda: not _listed(state, node, ("a",)), what="a released")
+        create_pod(kube, pod("c", node, namespace=namespace, cpu="2", gpus=1))
+        wait_for(phase_of(kube, namespace, "c", "Running"), what="c Running")
+        before = _listed(state, node, ("b", "c"))
+        assert before["c"].containers == a_held  # the case a re-admission in order gets wrong
+    with running(kube, [profile], state_dir=state) as second:
+        assert second.fleet is not None
+        assert list(second.fleet.nodes[node].state.allocations()) == [
+            f"{namespace}/b",
+            f"{namespace}/c",
+        ]
+        assert _listed(state, node, ("b", "c")) == before
+        wait_for(lambda: sum(cpus_available(kube, node).values()) == 4, what="NRT consistent")
 
 
 def test_pods_on_a_node_it_does_not_own_are_never_touched(

@@ -4,7 +4,9 @@ kubelet reports it, lifecycle timers, NRT lag and coalescing, restart recovery, 
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -19,8 +21,14 @@ from fakenrt.controller.effects import (
 )
 from fakenrt.controller.fleet import Fleet
 from fakenrt.controller.nodeobjects import NodeIdentity
-from fakenrt.controller.pods import RUN_DURATION_ANNOTATION, SEQUENCE_ANNOTATION
+from fakenrt.controller.pods import (
+    ALLOCATION_ANNOTATION,
+    RUN_DURATION_ANNOTATION,
+    SEQUENCE_ANNOTATION,
+)
 from fakenrt.controller.settings import ControllerSettings
+from fakenrt.kubelet.allocation import PodAllocation
+from fakenrt.kubelet.allocation_codec import decode_allocation, encode_allocation
 from fakenrt.profiles import NodeProfile
 from tests.controller.conftest import ManualClock, make_profiles, two_numa_profile
 from tests.controller.podmanifests import pod
@@ -62,10 +70,14 @@ def test_admitted_pod_runs_holds_its_resources_and_is_published_at_once(
     (patch,) = of(effects, PatchPodStatus)
     assert patch.status["phase"] == "Running"
     assert patch.status["podIP"].startswith("10.1.0.")
-    assert patch.annotations == {SEQUENCE_ANNOTATION: "1"}
     assert all(c["ready"] for c in patch.status["containerStatuses"])
     (served,) = of(effects, ServePodResources)
     (alloc,) = served.allocations
+    # One patch records the admission order and the allocation (for a restart).
+    assert patch.annotations == {
+        SEQUENCE_ANNOTATION: "1",
+        ALLOCATION_ANNOTATION: encode_allocation(alloc),
+    }
     assert alloc.key == "ns/a" and len(alloc.containers[0].cpus) == 2
     (nrt,) = of(effects + f.advance(), PublishNrt)
     zone = f"node-{min(served.allocations[0].containers[0].cpus) // 4}"
@@ -248,7 +260,83 @@ def test_restart_after_releases_holds_each_resource_once(clock: ManualClock) -> 
     assert len(gpus) == len(set(gpus)) == 4
     # New admissions continue the sequence after the highest one recovered.
     (patch,) = of(f2.pod_event("ADDED", pod("next", NODE, cpu="1")), PatchPodStatus)
-    assert patch.annotations == {SEQUENCE_ANNOTATION: "6"}
+    assert patch.annotations[SEQUENCE_ANNOTATION] == "6"
+    # The same patch records the allocation (the controller's checkpoint).
+    recorded = decode_allocation(
+        patch.annotations[ALLOCATION_ANNOTATION], namespace="ns", name="next"
+    )
+    assert recorded == f2.nodes[NODE].state.allocations()["ns/next"]
+
+
+def _recorded(effects: Sequence[Effect], name: str) -> PodAllocation:
+    (patch,) = [
+        e
+        for e in of(effects, PatchPodStatus)
+        if ALLOCATION_ANNOTATION in e.annotations and e.name == name
+    ]
+    return decode_allocation(patch.annotations[ALLOCATION_ANNOTATION], namespace="ns", name=name)
+
+
+def test_restart_restores_recorded_allocations_exactly(clock: ManualClock) -> None:
+    """Admit a and b, release a, admit c (which takes a's CPUs and GPU): re-admitting b and
+    c in order would move b into a's old place. The recorded allocations bring back
+    exactly what each pod held."""
+    f1 = started(fleet(clock))
+    a, b, c = (pod(n, NODE, cpu="2", gpus=1) for n in ("a", "b", "c"))
+    effects = f1.pod_event("ADDED", a) + f1.pod_event("ADDED", b)
+    effects += f1.pod_event("DELETED", a)
+    effects += f1.pod_event("ADDED", c)
+    before = f1.nodes[NODE].state.allocations()
+    assert before["ns/c"].containers[0] == _recorded(effects, "a").containers[0]  # a's place
+    assert _recorded(effects, "b") == before["ns/b"]
+
+    f2 = fleet(ManualClock())
+    restart = f2.start(_as_api_sees_it(f2, copy.deepcopy([b, c]), effects))
+    after = f2.nodes[NODE].state.allocations()
+    assert after == before and list(after) == ["ns/b", "ns/c"]
+    assert of(restart, PatchPodStatus) == []  # nothing new to record
+    (served,) = of(restart, ServePodResources)
+    assert served.allocations == tuple(before.values())
+
+
+@pytest.mark.parametrize(
+    ("target", "bad", "expected"),
+    [
+        pytest.param("a", "{not json", ("not JSON", ["b", "a"]), id="unreadable"),
+        pytest.param("b", "a's", ("is already held", ["a", "b"]), id="no-longer-applies"),
+    ],
+)
+def test_an_allocation_that_cannot_be_restored_is_logged_and_the_pod_admitted_again(
+    clock: ManualClock,
+    caplog: pytest.LogCaptureFixture,
+    target: str,
+    bad: str,
+    expected: tuple[str, list[str]],
+) -> None:
+    """Restored pods come first, in their order; then the others are admitted again."""
+    reason, order = expected
+    f1 = started(fleet(clock))
+    a, b = pod("a", NODE, cpu="2", gpus=1), pod("b", NODE, cpu="2", gpus=1)
+    effects = f1.pod_event("ADDED", a) + f1.pod_event("ADDED", b)
+    held = f1.nodes[NODE].state.allocations()
+    manifests = {m["metadata"]["name"]: m for m in _as_api_sees_it(f1, [a, b], effects)}
+    if bad == "a's":  # b's record claims a's CPUs and GPU
+        bad = encode_allocation(replace(held["ns/a"], name="b", uid=held["ns/b"].uid))
+    manifests[target]["metadata"]["annotations"][ALLOCATION_ANNOTATION] = bad
+
+    f2 = fleet(ManualClock())
+    with caplog.at_level(logging.WARNING, logger="fakenrt.controller.node"):
+        restart = f2.start(list(manifests.values()))
+    (warning,) = caplog.records
+    message = warning.getMessage()
+    assert f"pod ns/{target}: annotation {ALLOCATION_ANNOTATION} not restored" in message
+    assert reason in message
+    after = f2.nodes[NODE].state.allocations()
+    assert list(after) == [f"ns/{n}" for n in order]  # restored first, then re-admitted
+    assert after == held
+    (patch,) = of(restart, PatchPodStatus)  # the re-admitted pod's allocation is recorded
+    assert patch.name == target
+    assert _recorded([patch], target) == after[f"ns/{target}"]
 
 
 def test_pods_of_other_nodes_are_ignored(clock: ManualClock) -> None:
