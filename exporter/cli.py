@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from exporter import __version__
+from exporter.commands import observe_command, run_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -17,9 +18,6 @@ def main() -> None:
     onto the node's pods.
     """
 
-
-# Commands register here, one line each.
-from exporter.commands import observe_command, run_command  # noqa: E402
 
 for _command in (run_command, observe_command):
     main.add_command(_command)

@@ -1,10 +1,16 @@
-"""The ``fakenrt`` command: a click group; each family of commands lives in its own module."""
+"""The ``fakenrt`` command: a click group; each family of commands lives in its own module
+under :mod:`fakenrt.commands`."""
 
 from __future__ import annotations
 
 import click
 
 from fakenrt import __version__
+from fakenrt.commands.controller import controller
+from fakenrt.commands.demo import demo
+from fakenrt.commands.kubelet import kubelet
+from fakenrt.commands.nrt import nrt
+from fakenrt.commands.scheduler import scheduler
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -17,19 +23,5 @@ def main() -> None:
     """
 
 
-# Command families register here, one line each.
-from fakenrt.commands.nrt import nrt  # noqa: E402
-
-main.add_command(nrt)
-from fakenrt.commands.scheduler import scheduler  # noqa: E402
-
-main.add_command(scheduler)
-from fakenrt.commands.controller import controller  # noqa: E402
-
-main.add_command(controller)
-from fakenrt.commands.kubelet import kubelet  # noqa: E402
-
-main.add_command(kubelet)
-from fakenrt.commands.demo import demo  # noqa: E402
-
-main.add_command(demo)
+for _command in (demo, kubelet, nrt, controller, scheduler):
+    main.add_command(_command)
