@@ -3,14 +3,12 @@
 A :class:`NodeModel` owns the node's :class:`~fakenrt.kubelet.node.NodeState` (the
 Topology Manager simulator), the pods bound to it and its :class:`LagPipeline`. It reacts
 to pods seen on the watch and to its timers (start, completion, NRT publication, refresh)
-and answers with :mod:`effects`; it performs no I/O (beyond logging a warning when a
-recorded allocation cannot be restored). Timers live in a queue shared by every node of
+and answers with :mod:`effects`; it performs no I/O. Timers live in a queue shared by every node of
 the fleet, keyed ``(kind, node, pod key)``.
 """
 
 from __future__ import annotations
 
-import logging
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -48,7 +46,8 @@ from fakenrt.kubelet.node import NodeState
 from fakenrt.nrt import render_nrt
 from fakenrt.profiles.model import NodeProfile
 
-log = logging.getLogger(__name__)
+#: Reason of the Warning event on a pod whose recorded allocation could not be restored.
+ALLOCATION_NOT_RESTORED = "AllocationNotRestored"
 
 TimerKey = tuple[str, str, str]
 START, COMPLETE, PUBLISH, REFRESH = "start", "complete", "publish", "refresh"
@@ -225,15 +224,18 @@ class NodeModel:
         recovery order (see ``pods.recovery_order``). First every pod that carries its
         recorded allocation gets exactly that back (:meth:`NodeState.restore`, as a kubelet
         restores its checkpoints); then the others - never seen, recorded allocation
-        missing, unreadable or no longer applicable (logged) - go through admission as if
-        just bound. Pods keep their sequence numbers."""
+        missing, unreadable or no longer applicable (a Warning event says why) - go through
+        admission as if just bound. Pods keep their sequence numbers."""
         effects: list[Effect] = []
         ordered = list(pods)
         known = [p.sequence for p in ordered if p.sequence is not None]
         self._next_sequence = max([self._next_sequence - 1, *known]) + 1
         readmit: list[ObservedPod] = []
         for pod in ordered:
-            allocation = self._recorded(pod)
+            allocation, why_not = self._recorded(pod)
+            if why_not is not None:
+                message = f"{ALLOCATION_ANNOTATION} not restored, admitting again: {why_not}"
+                effects.append(self._warning(pod, ALLOCATION_NOT_RESTORED, message, now))
             if allocation is None:
                 readmit.append(pod)
             else:
@@ -245,23 +247,20 @@ class NodeModel:
         self._timers.cancel(self._key(PUBLISH))
         return [e for e in effects if not isinstance(e, PublishNrt | ServePodResources)]
 
-    def _recorded(self, pod: ObservedPod) -> PodAllocation | None:
-        """Restore the pod's recorded allocation into the node's state; None (the pod is
-        to be admitted again) when it has none or it cannot be applied."""
+    def _recorded(self, pod: ObservedPod) -> tuple[PodAllocation | None, str | None]:
+        """Restore the pod's recorded allocation into the node's state. Returns it, or None
+        (the pod is to be admitted again) with the reason when a recorded allocation could
+        not be applied."""
         if pod.allocation is None or pod.spec is None or pod.deleting or pod.terminal:
-            return None
+            return None, None
         if pod.key in self.pods:
-            return None
+            return None, None
         try:
             allocation = decode_allocation(pod.allocation, namespace=pod.namespace, name=pod.name)
             self.state.restore(pod.spec, allocation)
         except ValueError as exc:  # AllocationCodecError, RestoreError
-            log.warning(
-                "node %s: pod %s: annotation %s not restored, admitting the pod again: %s",
-                self.name, pod.key, ALLOCATION_ANNOTATION, exc,
-            )  # fmt: skip
-            return None
-        return allocation
+            return None, str(exc)
+        return allocation, None
 
     def _take_host(self, pod: ObservedPod) -> int | None:
         prefix = self.identity.pod_ip(0)[: -len("0")]
@@ -322,10 +321,13 @@ class NodeModel:
         self.pods[pod.key] = TrackedPod(pod, Stage.REJECTED, admitted_at=now)
         return [
             self._patch(pod, rejected_status(reason=reason, message=message)),
-            RecordPodEvent(
-                self.name, pod.namespace, pod.name, pod.uid, "Warning", reason, message, now
-            ),
+            self._warning(pod, reason, message, now),
         ]
+
+    def _warning(self, pod: ObservedPod, reason: str, message: str, now: float) -> RecordPodEvent:
+        return RecordPodEvent(
+            self.name, pod.namespace, pod.name, pod.uid, "Warning", reason, message, now
+        )
 
     def _patch(
         self, pod: ObservedPod, status: Mapping[str, Any], annotations: Mapping[str, str] = {}
@@ -362,11 +364,7 @@ class NodeModel:
             return parse_duration(pod.run_duration), []
         except DurationError as exc:
             message = f"annotation {RUN_DURATION_ANNOTATION}: {exc}; the pod runs until deleted"
-            event = RecordPodEvent(
-                self.name, pod.namespace, pod.name, pod.uid, "Warning", "InvalidRunDuration",
-                message, now,
-            )  # fmt: skip
-            return None, [event]
+            return None, [self._warning(pod, "InvalidRunDuration", message, now)]
 
     def _schedule_completion(self, tracked: TrackedPod, now: float) -> list[Effect]:
         duration, effects = self._run_duration(tracked.pod, now)

@@ -4,7 +4,6 @@ kubelet reports it, lifecycle timers, NRT lag and coalescing, restart recovery, 
 from __future__ import annotations
 
 import copy
-import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -20,6 +19,7 @@ from fakenrt.controller.effects import (
     ServePodResources,
 )
 from fakenrt.controller.fleet import Fleet
+from fakenrt.controller.node import ALLOCATION_NOT_RESTORED
 from fakenrt.controller.nodeobjects import NodeIdentity
 from fakenrt.controller.pods import (
     ALLOCATION_ANNOTATION,
@@ -306,9 +306,8 @@ def test_restart_restores_recorded_allocations_exactly(clock: ManualClock) -> No
         pytest.param("b", "a's", ("is already held", ["a", "b"]), id="no-longer-applies"),
     ],
 )
-def test_an_allocation_that_cannot_be_restored_is_logged_and_the_pod_admitted_again(
+def test_an_allocation_that_cannot_be_restored_is_reported_and_the_pod_admitted_again(
     clock: ManualClock,
-    caplog: pytest.LogCaptureFixture,
     target: str,
     bad: str,
     expected: tuple[str, list[str]],
@@ -325,12 +324,15 @@ def test_an_allocation_that_cannot_be_restored_is_logged_and_the_pod_admitted_ag
     manifests[target]["metadata"]["annotations"][ALLOCATION_ANNOTATION] = bad
 
     f2 = fleet(ManualClock())
-    with caplog.at_level(logging.WARNING, logger="fakenrt.controller.node"):
-        restart = f2.start(list(manifests.values()))
-    (warning,) = caplog.records
-    message = warning.getMessage()
-    assert f"pod ns/{target}: annotation {ALLOCATION_ANNOTATION} not restored" in message
-    assert reason in message
+    restart = f2.start(list(manifests.values()))
+    (warning,) = of(restart, RecordPodEvent)
+    assert (warning.name, warning.type, warning.reason) == (
+        target,
+        "Warning",
+        ALLOCATION_NOT_RESTORED,
+    )
+    assert f"{ALLOCATION_ANNOTATION} not restored" in warning.message
+    assert reason in warning.message
     after = f2.nodes[NODE].state.allocations()
     assert list(after) == [f"ns/{n}" for n in order]  # restored first, then re-admitted
     assert after == held
