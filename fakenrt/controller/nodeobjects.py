@@ -11,7 +11,7 @@ pod CIDR ``10.<1 + i // 256>.<i % 256>.0/24`` per node.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,13 +77,34 @@ def node_labels(profile: NodeProfile, controller: str) -> dict[str, str]:
     return labels
 
 
+def owned_taint() -> dict[str, str]:
+    """The taint that keeps pods without a toleration off the fake nodes."""
+    return {"key": TAINT_KEY, "value": "true", "effect": "NoSchedule"}
+
+
+#: Taints the node lifecycle controller derives from a NotReady / Unknown Ready condition
+#: (the API server also adds ``not-ready`` to every new Node). This controller reports its
+#: nodes Ready, so it clears them as the lifecycle controller would - which also makes the
+#: nodes usable on a control plane without kube-controller-manager.
+CONDITION_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+
+
+def merged_taints(current: Sequence[Mapping[str, Any]], *, taint: bool) -> list[dict[str, Any]]:
+    """The node's taints with this controller's own taint set or removed as ``taint`` says,
+    the condition taints of :data:`CONDITION_TAINTS` cleared, and every other taint (added
+    by an operator or another controller) kept as it is."""
+    dropped = (TAINT_KEY, *CONDITION_TAINTS)
+    kept = [dict(t) for t in current if t.get("key") not in dropped]
+    return [*kept, owned_taint()] if taint else kept
+
+
 def node_object(
     profile: NodeProfile, identity: NodeIdentity, *, controller: str, taint: bool
 ) -> dict[str, Any]:
     """The Node's metadata and spec (what ``create`` sends; status is written separately)."""
     spec: dict[str, Any] = {"podCIDR": identity.pod_cidr, "podCIDRs": [identity.pod_cidr]}
     if taint:
-        spec["taints"] = [{"key": TAINT_KEY, "value": "true", "effect": "NoSchedule"}]
+        spec["taints"] = [owned_taint()]
     return {
         "apiVersion": "v1",
         "kind": "Node",

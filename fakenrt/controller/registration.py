@@ -20,6 +20,7 @@ from exporter.kubeerrors import Conflict, NotFound
 from fakenrt.controller.nodeobjects import (
     NodeIdentity,
     is_owned,
+    merged_taints,
     node_labels,
     node_object,
     node_status,
@@ -91,11 +92,22 @@ def _register(
             profile.name, controller, labels or {},
         )  # fmt: skip
         return None
-    taints = desired["spec"].get("taints", [])
-    patched = kube.patch(
-        node_path,
-        {"metadata": {"labels": node_labels(profile, controller)}, "spec": {"taints": taints}},
-    )
+    # A merge patch replaces the taint list whole: send back the node's other taints, and
+    # make it conditional on the version read, so a taint added meanwhile is not lost.
+    while True:
+        taints = merged_taints((current.get("spec") or {}).get("taints") or [], taint=taint)
+        patch = {
+            "metadata": {
+                "labels": node_labels(profile, controller),
+                "resourceVersion": current["metadata"]["resourceVersion"],
+            },
+            "spec": {"taints": taints},
+        }
+        try:
+            patched = kube.patch(node_path, patch)
+            break
+        except Conflict:
+            current = kube.get(node_path)
     kube.patch(
         path("api", "v1", "nodes", profile.name, "status"),
         {"status": node_status(profile, identity, at=now)},

@@ -16,6 +16,8 @@ from fakenrt.controller.nodeobjects import (
     FAKE_NODE_LABEL,
     TAINT_KEY,
     NodeIdentity,
+    merged_taints,
+    owned_taint,
 )
 from fakenrt.controller.registration import register_nodes, remove_nodes
 from tests.controller.conftest import make_profiles, two_numa_profile, unique
@@ -86,3 +88,49 @@ def test_never_touches_a_node_it_does_not_own(
     with pytest.raises(NotFound):
         _node(kube, mine)
     assert _node(kube, theirs)["metadata"]["uid"] == before["metadata"]["uid"]
+
+
+def test_re_registering_keeps_taints_others_added(kube: KubeClient) -> None:
+    controller, name = unique("ctl"), unique("fake")
+    identities = [
+        (p, NodeIdentity(p.name, i)) for i, p in enumerate(make_profiles(two_numa_profile(name)))
+    ]
+    register_nodes(kube, identities, controller=controller, taint=True, now=time.time())
+    operator_taint = {"key": "example.com/maintenance", "value": "soon", "effect": "NoSchedule"}
+    node = _node(kube, name)
+    kube.patch(
+        path("api", "v1", "nodes", name),
+        {"spec": {"taints": [*node["spec"]["taints"], operator_taint]}},
+    )
+    # A restart keeps the operator's taint next to ours; --no-taint removes only ours.
+    register_nodes(kube, identities, controller=controller, taint=True, now=time.time())
+    assert _node(kube, name)["spec"]["taints"] == [operator_taint, owned_taint()]
+    register_nodes(kube, identities, controller=controller, taint=False, now=time.time())
+    assert _node(kube, name)["spec"]["taints"] == [operator_taint]
+    remove_nodes(kube, controller=controller)
+
+
+@pytest.mark.parametrize(
+    ("current", "taint", "expected"),
+    [
+        pytest.param(
+            [], True, [{"key": TAINT_KEY, "value": "true", "effect": "NoSchedule"}], id="add"
+        ),
+        pytest.param(
+            [{"key": TAINT_KEY, "effect": "NoExecute"}],
+            True,
+            [{"key": TAINT_KEY, "value": "true", "effect": "NoSchedule"}],
+            id="replace-ours",
+        ),
+        pytest.param(
+            [{"key": "a", "effect": "NoSchedule"}, {"key": TAINT_KEY}],
+            False,
+            [{"key": "a", "effect": "NoSchedule"}],
+            id="remove-ours-keep-others",
+        ),
+    ],
+)
+def test_merged_taints(
+    current: list[dict[str, Any]], taint: bool, expected: list[dict[str, Any]]
+) -> None:
+    assert merged_taints(current, taint=taint) == expected
