@@ -209,15 +209,7 @@ class NodeState:
         hints = tuple(outcome.reports)
         if not outcome.admit:
             return AdmissionResult(pod.key, False, outcome.reason, outcome.message, hints)
-        request = predicate.pod_request_units(pod)
-        failure = predicate.check(
-            node_name=s.profile.name,
-            pod=pod,
-            request=request,
-            allocatable=s.allocatable,
-            used=self._used,
-            pod_count=len(self._pods),
-        )
+        request, failure = self._fit(pod)
         if failure is not None:
             return AdmissionResult(pod.key, False, failure.reason, failure.message, hints)
         kinds = {c.name: SIDECAR if c.restartable else INIT for c in pod.init_containers}
@@ -236,17 +228,16 @@ class NodeState:
             for c in all_containers(pod)
         )
         allocation = PodAllocation(pod.namespace, pod.name, pod.uid, containers)
-        self._cpu_default = cpu.default_set
-        self._dev_allocated = dev.allocated
-        if s.memory_static:
-            self._mem = mem.state
-            self._blocks[pod.key] = tuple(
-                b for c in all_containers(pod) for b in mem.assigned.get(c.name, ())
-            )
-        self._pods[pod.key] = allocation
-        self._requests[pod.key] = request
-        for name, amount in request.items():
-            self._used[name] = self._used.get(name, 0) + amount
+        blocks = tuple(b for c in all_containers(pod) for b in mem.assigned.get(c.name, ()))
+        self._hold(
+            pod.key,
+            allocation,
+            request=request,
+            cpu_default=cpu.default_set,
+            devices=dev.allocated,
+            memory=mem.state,
+            blocks=blocks,
+        )
         return AdmissionResult(pod.key, True, None, None, hints, allocation)
 
     def restore(self, pod: PodSpec, allocation: PodAllocation) -> None:
@@ -276,6 +267,22 @@ class NodeState:
             where, allocation, inventory=s.inventory, allocated=self._dev_allocated
         )
         mem, blocks = restore_memory(where, allocation, state=self._mem, static=s.memory_static)
+        request, failure = self._fit(pod)
+        if failure is not None:
+            raise RestoreError(f"{where}: {failure.reason}: {failure.message}")
+        self._hold(
+            pod.key,
+            allocation,
+            request=request,
+            cpu_default=default,
+            devices=devices,
+            memory=mem,
+            blocks=blocks,
+        )
+
+    def _fit(self, pod: PodSpec) -> tuple[dict[str, int], predicate.PredicateFailure | None]:
+        """The pod's requests and the whole-node fit check's failure, if any."""
+        s = self._s
         request = predicate.pod_request_units(pod)
         failure = predicate.check(
             node_name=s.profile.name,
@@ -285,15 +292,27 @@ class NodeState:
             used=self._used,
             pod_count=len(self._pods),
         )
-        if failure is not None:
-            raise RestoreError(f"{where}: {failure.reason}: {failure.message}")
-        self._cpu_default = default
+        return request, failure
+
+    def _hold(
+        self,
+        pod_key: str,
+        allocation: PodAllocation,
+        *,
+        request: Mapping[str, int],
+        cpu_default: frozenset[int],
+        devices: dict[str, frozenset[str]],
+        memory: MachineState,
+        blocks: tuple[Block, ...],
+    ) -> None:
+        """Make an admitted or restored pod's allocation the node's state."""
+        self._cpu_default = cpu_default
         self._dev_allocated = devices
-        if s.memory_static:
-            self._mem = mem
-            self._blocks[pod.key] = blocks
-        self._pods[pod.key] = allocation
-        self._requests[pod.key] = request
+        if self._s.memory_static:
+            self._mem = memory
+            self._blocks[pod_key] = blocks
+        self._pods[pod_key] = allocation
+        self._requests[pod_key] = dict(request)
         for name, amount in request.items():
             self._used[name] = self._used.get(name, 0) + amount
 
