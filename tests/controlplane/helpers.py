@@ -19,10 +19,11 @@ CRD_DIR = REPO_ROOT / "manifests" / "crds"
 
 def admin_client(cp: ControlPlane) -> client.ApiClient:
     """A client authenticated with the static admin token (group system:masters)."""
-    return _client(cp, cp.admin_token)
+    return token_client(cp, cp.admin_token)
 
 
-def _client(cp: ControlPlane, token: str) -> client.ApiClient:
+def token_client(cp: ControlPlane, token: str) -> client.ApiClient:
+    """A client authenticated with a bearer ``token``."""
     cfg = client.Configuration()
     cfg.host = cp.server
     cfg.ssl_ca_cert = str(cp.ca_file)
@@ -137,7 +138,7 @@ def service_account_client(
         spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=expiration_seconds)
     )
     response = core.create_namespaced_service_account_token(name, namespace, request)
-    return _client(cp, response.status.token)
+    return token_client(cp, response.status.token)
 
 
 def impersonating_client(cp: ControlPlane, user: str, group: str | None = None) -> client.ApiClient:

@@ -36,6 +36,7 @@ from tests.controlplane.helpers import (
     ensure_namespace,
     ensure_service_account,
     impersonating_client,
+    token_client,
 )
 from tests.exporter import scenarios as s
 from tests.exporter.fake_podresources import FakePodResources
@@ -90,15 +91,6 @@ def _status(call: Callable[[], object]) -> tuple[int, str]:
     except client.ApiException as exc:
         return int(exc.status), str(json.loads(exc.body or "{}").get("message", ""))
     return 200, ""
-
-
-def _token_client(cp: ControlPlane, token: str) -> client.ApiClient:
-    cfg = client.Configuration()
-    cfg.host = cp.server
-    cfg.ssl_ca_cert = str(cp.ca_file)
-    cfg.api_key = {"authorization": token}
-    cfg.api_key_prefix = {"authorization": "Bearer"}
-    return client.ApiClient(cfg)
 
 
 @pytest.fixture(scope="module")
@@ -216,7 +208,7 @@ def test_admission_policy_with_a_node_bound_token(
     node_a, node_b = nodes
     create_pod(api_client, namespace, "mine", node=node_a, annotations={"keep": "me"})
     create_pod(api_client, namespace, "theirs", node=node_b)
-    sa = _token_client(control_plane, _bound_token(api_client, node_a))
+    sa = token_client(control_plane, _bound_token(api_client, node_a))
     review = client.AuthenticationV1Api(sa).create_self_subject_review(
         {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
     )
@@ -254,7 +246,7 @@ def test_admission_policy_with_a_node_bound_token(
         client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[])),
     )  # fmt: skip
     code, text = _status(
-        _patch(_token_client(control_plane, unbound.status.token), namespace, "mine", ours)
+        _patch(token_client(control_plane, unbound.status.token), namespace, "mine", ours)
     )
     assert code == 403 and "no node" in text
     sa.close()
