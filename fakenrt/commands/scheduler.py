@@ -48,6 +48,29 @@ def _pods_on_node(path: Path) -> list[tuple[str, Mapping[str, Any]]]:
     return out
 
 
+def _plugin_args(path: Path | None) -> PluginArgs:
+    """The plugin arguments of ``--args``: the defaults without the option or for an empty
+    file, else its one YAML mapping."""
+    if path is None:
+        return PluginArgs()
+    docs = _load_documents(path)
+    if len(docs) > 1:
+        raise click.ClickException(f"{path}: expected one YAML mapping, found {len(docs)}")
+    try:
+        return parse_args(docs[0] if docs else None, source=str(path))
+    except ArgsError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+_ARGS_OPTION = click.option(
+    "--args",
+    "args_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Plugin arguments (YAML mapping): ignoreList, reconstructAvailable, scoringStrategy, "
+    "preferClosestNUMANodes.",
+)
+
+
 @click.group("scheduler")
 def scheduler() -> None:
     """The reference NUMA-aware scheduler: the plugin and a scheduler loop."""
@@ -76,13 +99,7 @@ def scheduler() -> None:
     "annotations (used to reconstruct free capacity; terminal pods count for nothing). "
     "Default: the node has no pods.",
 )
-@click.option(
-    "--args",
-    "args_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Plugin arguments (YAML mapping): ignoreList, reconstructAvailable, scoringStrategy, "
-    "preferClosestNUMANodes.",
-)
+@_ARGS_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def evaluate(
     nrt_path: Path,
@@ -99,15 +116,7 @@ def evaluate(
     nrt_obj = _load_one(nrt_path, "NodeResourceTopology")
     pod_obj = _load_one(pod_path, "Pod")
     pods = _pods_on_node(pods_path) if pods_path is not None else []
-    args = PluginArgs()
-    if args_path is not None:
-        docs = _load_documents(args_path)
-        if len(docs) > 1:
-            raise click.ClickException(f"{args_path}: expected one YAML mapping")
-        try:
-            args = parse_args(docs[0] if docs else None, source=str(args_path))
-        except ArgsError as exc:
-            raise click.ClickException(str(exc)) from None
+    args = _plugin_args(args_path)
     try:
         result = evaluate_on_node(
             nrt_obj,
@@ -148,13 +157,7 @@ def evaluate(
     show_default=True,
     help="Schedule pods whose spec.schedulerName is this.",
 )
-@click.option(
-    "--args",
-    "args_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Plugin arguments (YAML mapping): ignoreList, reconstructAvailable, scoringStrategy, "
-    "preferClosestNUMANodes.",
-)
+@_ARGS_OPTION
 @click.option(
     "--node-selector",
     default=None,
@@ -208,13 +211,7 @@ def run(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    args = PluginArgs()
-    if args_path is not None:
-        docs = _load_documents(args_path)
-        try:
-            args = parse_args(docs[0] if docs else None, source=str(args_path))
-        except ArgsError as exc:
-            raise click.ClickException(str(exc)) from None
+    args = _plugin_args(args_path)
     try:
         kube = KubeClient(
             from_kubeconfig(kubeconfig), user_agent=f"fakenrt-scheduler/{__version__}"

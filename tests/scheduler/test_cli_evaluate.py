@@ -162,3 +162,25 @@ def test_unreadable_yaml_is_named(tmp_path: Path) -> None:
     result = invoke("--nrt", str(bad), "--pod", write(tmp_path, "pod.yaml", pod()))
     assert result.exit_code != 0
     assert f"{bad}: not valid YAML" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(["evaluate", "--nrt", "NRT", "--pod", "POD"], id="evaluate"),
+        pytest.param(["run", "--kubeconfig", "KUBECONFIG", "--once"], id="run"),
+    ],
+)
+def test_args_with_more_than_one_document_is_rejected_by_both_commands(
+    tmp_path: Path, command: list[str]
+) -> None:
+    args = write(tmp_path, "args.yaml", {"ignoreList": ["memory"]}, {"scoringStrategy": "X"})
+    files = {
+        "NRT": write(tmp_path, "nrt.yaml", nrt_object("gpu-1", ZONES)),
+        "POD": write(tmp_path, "pod.yaml", pod()),
+        "KUBECONFIG": str(tmp_path / "missing-kubeconfig"),
+    }
+    argv = ["scheduler", *(files.get(a, a) for a in command), "--args", args]
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code != 0
+    assert f"{args}: expected one YAML mapping, found 2" in result.stderr, result.stderr
