@@ -16,11 +16,11 @@ Rules mirrored from upstream:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from exporter.quantities import QuantityError, parse_decimal
 
@@ -90,29 +90,46 @@ def qos_class(pod: PodSpec) -> QOSClass:
     return QOSClass.BURSTABLE
 
 
-def _add(into: dict[str, Decimal], extra: Mapping[str, Decimal], sign: int = 1) -> None:
-    for name, amount in extra.items():
-        into[name] = into.get(name, Decimal(0)) + sign * amount
+Amount = TypeVar("Amount", int, Decimal)
+
+
+def pod_level(
+    inits: Iterable[tuple[bool, Mapping[str, Amount]]], apps: Iterable[Mapping[str, Amount]]
+) -> dict[str, Amount]:
+    """``PodRequests``' rule over any per-container amounts: per resource, the larger of
+    (every app container + every sidecar) and, for each init container in order, itself
+    plus the sidecars started before it. ``inits`` pairs each init container's amounts
+    with whether it is a native sidecar (restartable). Zero totals are dropped.
+
+    The kubelet's pod-scope providers apply the same rule to what they align
+    (``podGuaranteedCPUs``, the Memory Manager's and Device Manager's pod-level sums)."""
+    sidecars: dict[str, Amount] = {}
+    init_peak: dict[str, Amount] = {}
+    for restartable, amounts in inits:
+        for name, amount in amounts.items():
+            step = sidecars.get(name, 0) + amount
+            if restartable:
+                sidecars[name] = step
+            elif name not in init_peak or step > init_peak[name]:
+                init_peak[name] = step
+    total: dict[str, Amount] = {}
+    for amounts in apps:
+        for name, amount in amounts.items():
+            total[name] = total.get(name, 0) + amount
+    for name, amount in sidecars.items():
+        total[name] = total.get(name, 0) + amount
+    for name, amount in init_peak.items():
+        if name not in total or amount > total[name]:
+            total[name] = amount
+    return {name: amount for name, amount in total.items() if amount != 0}
 
 
 def effective_requests(pod: PodSpec) -> dict[str, Decimal]:
     """The pod's effective requests (what a node must have free to run it)."""
-    total: dict[str, Decimal] = {}
-    for c in pod.containers:
-        _add(total, c.requests)
-    started_sidecars: dict[str, Decimal] = {}
-    init_peak: dict[str, Decimal] = {}
-    for c in pod.init_containers:
-        step = dict(started_sidecars)
-        _add(step, c.requests)
-        if c.restartable:
-            _add(started_sidecars, c.requests)
-        for name, amount in step.items():
-            init_peak[name] = max(init_peak.get(name, Decimal(0)), amount)
-    _add(total, started_sidecars)
-    for name, amount in init_peak.items():
-        total[name] = max(total.get(name, Decimal(0)), amount)
-    return {name: amount for name, amount in total.items() if amount != 0}
+    return pod_level(
+        ((c.restartable, c.requests) for c in pod.init_containers),
+        (c.requests for c in pod.containers),
+    )
 
 
 def _resources(raw: Any, where: str) -> dict[str, Decimal]:

@@ -24,12 +24,12 @@ provider computes (init containers and native sidecars as in upstream ``PodReque
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
 
-from fakenrt.podspec import ContainerSpec, PodSpec, QOSClass, qos_class
+from fakenrt.podspec import ContainerSpec, PodSpec, QOSClass, pod_level, qos_class
 from fakenrt.scheduler.placement import is_memory_type
 
 #: Resources that are never device-plugin resources.
@@ -111,30 +111,6 @@ def _devices(container: ContainerSpec, relevant: frozenset[str]) -> dict[str, in
     return out
 
 
-def _pod_level(
-    inits: Iterable[tuple[bool, Mapping[str, int]]], apps: Iterable[Mapping[str, int]]
-) -> dict[str, int]:
-    """Upstream's pod-level rule: the larger of (app containers + sidecars) and, for each
-    regular init container, itself plus the sidecars started before it."""
-    sidecars: dict[str, int] = {}
-    init_peak: dict[str, int] = {}
-    for restartable, amounts in inits:
-        for name, value in amounts.items():
-            if restartable:
-                sidecars[name] = sidecars.get(name, 0) + value
-            else:
-                init_peak[name] = max(init_peak.get(name, 0), sidecars.get(name, 0) + value)
-    total: dict[str, int] = {}
-    for amounts in apps:
-        for name, value in amounts.items():
-            total[name] = total.get(name, 0) + value
-    for name, value in sidecars.items():
-        total[name] = total.get(name, 0) + value
-    for name, value in init_peak.items():
-        total[name] = max(total.get(name, 0), value)
-    return {k: v for k, v in total.items() if v > 0}
-
-
 def alignment_units(
     pod: PodSpec, *, reported: frozenset[str], ignore: frozenset[str], pod_scope: bool
 ) -> tuple[AlignmentUnit, ...]:
@@ -162,14 +138,14 @@ def alignment_units(
         return tuple(units)
     inits = [u for u in units if u.kind in (UnitKind.INIT, UnitKind.SIDECAR)]
     apps = [u for u in units if u.kind == UnitKind.APP]
-    cpu = _pod_level(
+    cpu = pod_level(
         ((u.kind == UnitKind.SIDECAR, {"cpu": u.cpu}) for u in inits),
         ({"cpu": u.cpu} for u in apps),
     ).get("cpu", 0)
-    devices = _pod_level(
+    devices = pod_level(
         ((u.kind == UnitKind.SIDECAR, u.devices) for u in inits), (u.devices for u in apps)
     )
-    memory = _pod_level(
+    memory = pod_level(
         ((u.kind == UnitKind.SIDECAR, u.memory) for u in inits), (u.memory for u in apps)
     )
     # The Memory Manager's pod-level sizing keeps only the types app containers request.
