@@ -173,7 +173,7 @@ class _Walk:
                         f"NUMA zones {list(zones)} only on a non-preferred set"
                     )
                 best = min(preferred, key=narrowness)
-        if _violates_groups(self.scratch, best):
+        if self.scratch.breaks_group(best):
             return f"memory manager: container {name}: NUMA zones {list(bits(best))} break a group"
         return best
 
@@ -198,19 +198,6 @@ class _Walk:
                 return chosen
             self._take_memory(kind, memory, chosen)
         return None
-
-
-def _violates_groups(ledger: ZoneLedger, mask: int) -> bool:
-    """``isAffinityViolatingNUMAAllocations``: a multi-zone mask over zones already used by
-    one-zone blocks or by another group. A one-zone mask never violates here (unlike the
-    hint filter, which keeps grouped zones out of one-zone hints)."""
-    zones = bits(mask)
-    if len(zones) == 1:
-        return False
-    cells = ledger.cells
-    assignments = ledger.assignments
-    group = frozenset(zones)
-    return any(assignments[z] > 0 and (len(cells[z]) == 1 or cells[z] != group) for z in zones)
 
 
 def walk_units(ledger: ZoneLedger, units: tuple[AlignmentUnit, ...], choose: Chooser) -> Evaluation:

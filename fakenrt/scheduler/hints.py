@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from fakenrt.scheduler.ledger import ZoneLedger
-from fakenrt.scheduler.masks import all_masks, bits, count, mask_of, subset_sums
+from fakenrt.scheduler.masks import all_masks, count, mask_of, subset_sums
 
 
 @dataclass(frozen=True)
@@ -137,10 +137,9 @@ def memory_hints(
     }
     free_sums = {t: subset_sums(ids, {z: max(ledger.free(z, t), 0) for z in ids}) for t in request}
     cells = ledger.cells
-    assignments = ledger.assignments
     # Zones that hold memory blocks (group rules apply to masks touching them) and zones
     # in a multi-node group (they cannot serve a one-node block).
-    busy = mask_of(z for z in ids if assignments[z] > 0)
+    busy = mask_of(z for z in ids if ledger.blocks[z])
     grouped = mask_of(z for z in ids if len(cells[z]) > 1)
     kinds = [(alloc_sums[t], free_sums[t], t, size) for t, size in request.items()]
 
@@ -148,13 +147,8 @@ def memory_hints(
         if mask.bit_count() == 1:
             if mask & grouped:
                 return False
-        elif mask & busy:
-            group = frozenset(bits(mask))
-            if any(
-                assignments[z] > 0 and (len(cells[z]) == 1 or cells[z] != group)
-                for z in bits(mask & busy)
-            ):
-                return False
+        elif mask & busy and ledger.breaks_group(mask):
+            return False
         reuse = reusable.get(mask)
         if reuse:
             return all(free[mask] + reuse.get(t, 0) >= size for _, free, t, size in kinds)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from fakenrt.scheduler.masks import bits
 from fakenrt.scheduler.placement import Placement
 from fakenrt.scheduler.topology import NumaTopology
 
@@ -58,6 +59,21 @@ class ZoneLedger:
     def cells(self) -> dict[int, frozenset[int]]:
         """``Cells`` per zone: the group of its latest block, or itself when it has none."""
         return {z: (b[-1] if b else frozenset((z,))) for z, b in self.blocks.items()}
+
+    def breaks_group(self, mask: int) -> bool:
+        """``isAffinityViolatingNUMAAllocations``: a multi-zone ``mask`` over a zone that
+        already holds a one-zone block or a block of another group. A one-zone mask never
+        breaks a group here (the Memory Manager's hint filter keeps grouped zones out of
+        one-zone hints separately)."""
+        zones = bits(mask)
+        if len(zones) < 2:
+            return False
+        group = frozenset(zones)
+        for zone in zones:
+            stack = self.blocks[zone]
+            if stack and (len(stack[-1]) == 1 or stack[-1] != group):
+                return True
+        return False
 
     @classmethod
     def from_nrt(cls, topology: NumaTopology) -> ZoneLedger:
