@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from fakenrt.scheduler.evaluator import Evaluation
 from fakenrt.scheduler.hints import ResourceHints, cpu_hints, device_hints, memory_hints
 from fakenrt.scheduler.ledger import ZoneLedger
-from fakenrt.scheduler.masks import bits, count, narrowness
+from fakenrt.scheduler.masks import bits, narrowness
 from fakenrt.scheduler.placement import Placement, merge_amounts
 from fakenrt.scheduler.requests import AlignmentUnit, UnitKind
 
@@ -166,7 +166,7 @@ class _Walk:
                         f"memory manager: container {name}: {hints.resource} does not fit "
                         f"NUMA zones {list(zones)} or any wider set holding them"
                     )
-                preferred = [m for m in wider if count(m) == hints.min_width]
+                preferred = [m for m in wider if m.bit_count() == hints.min_width]
                 if not preferred:
                     return (
                         f"memory manager: container {name}: {hints.resource} fits around "

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from fakenrt.scheduler.alignment import Choice
 from fakenrt.scheduler.hints import ResourceHints
-from fakenrt.scheduler.masks import bits, count, narrowness
+from fakenrt.scheduler.masks import bits, narrowness
 from fakenrt.scheduler.requests import AlignmentUnit
 
 
@@ -28,7 +28,7 @@ def _zones(masks: tuple[int, ...] | list[int]) -> str:
 def common_preferred(hints: list[ResourceHints], *, single_node: bool) -> set[int]:
     common: set[int] | None = None
     for h in hints:
-        pref = {m for m in h.preferred if not single_node or count(m) == 1}
+        pref = {m for m in h.preferred if not single_node or m.bit_count() == 1}
         common = pref if common is None else common & pref
     return common or set()
 
@@ -48,7 +48,7 @@ def explain(
                 f"{h.resource}: {h.request} fits {h.min_width} NUMA zone(s) by capacity but no "
                 f"{h.min_width}-zone combination has it available"
             )
-        elif single_node and not any(count(m) == 1 for m in h.preferred):
+        elif single_node and not any(m.bit_count() == 1 for m in h.preferred):
             problems.append(f"{h.resource}: no single NUMA zone has {h.request} available")
     if not problems:
         widths = {h.min_width for h in hints}

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from fakenrt.scheduler.ledger import ZoneLedger
-from fakenrt.scheduler.masks import all_masks, count, mask_of, subset_sums
+from fakenrt.scheduler.masks import all_masks, mask_of, subset_sums
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def _counting_hints(
     min_width = len(ids)
     for mask in masks:
         if cap_sums[mask] >= request:
-            min_width = count(mask)
+            min_width = mask.bit_count()
             break
     free_sums = subset_sums(ids, {z: max(v, 0) for z, v in available.items()})
     reuse_total = sum(reusable.values())
@@ -70,7 +70,7 @@ def _counting_hints(
     preferred = tuple(
         m
         for m in masks
-        if count(m) == min_width
+        if m.bit_count() == min_width
         and m & must_include == must_include
         and free_sums[m] + reuse_total >= request
     )

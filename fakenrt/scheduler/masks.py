@@ -3,13 +3,17 @@
 Pure. The kubelet's ``bitmask`` package orders masks by the number of bits set, then by
 numeric value ("more lower-numbered bits set wins": ``IsNarrowerThan`` / ``IsLessThan`` in
 ``pkg/kubelet/cm/topologymanager/bitmask/bitmask.go``); :func:`narrowness` is that key.
+Plain ints because the plugin runs for every (pod, node) pair; the iteration order comes
+from the simulator's :mod:`fakenrt.kubelet.bitmask` (the kubelet's own value type), so
+both sides visit masks identically.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import lru_cache
-from itertools import combinations
+
+from fakenrt.kubelet.bitmask import iterate_masks
 
 
 def mask_of(ids: Iterable[int]) -> int:
@@ -33,10 +37,6 @@ def bits(mask: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def count(mask: int) -> int:
-    return mask.bit_count()
-
-
 def narrowness(mask: int) -> tuple[int, int]:
     """Sort key: narrower (fewer bits) first, then numerically lower (lower ids) first."""
     return (mask.bit_count(), mask)
@@ -50,11 +50,7 @@ def all_masks(ids: Iterable[int]) -> tuple[int, ...]:
 
 @lru_cache(maxsize=256)
 def _all_masks(ordered: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(
-        mask_of(combo)
-        for width in range(1, len(ordered) + 1)
-        for combo in combinations(ordered, width)
-    )
+    return tuple(m.value for m in iterate_masks(ordered))
 
 
 def subset_sums(ids: tuple[int, ...], values: dict[int, int]) -> dict[int, int]:
