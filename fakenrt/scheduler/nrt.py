@@ -14,6 +14,7 @@ from typing import Any
 
 from exporter.annotations import AnnotationFormatError, parse_zone_name
 from exporter.quantities import QuantityError, parse_integer
+from fakenrt.kubelet.bitmask import MAX_BITS
 from fakenrt.scheduler.topology import (
     POLICIES,
     POLICY_BEST_EFFORT,
@@ -90,6 +91,11 @@ def _zone(raw: Any, where: str) -> ZoneResources | None:
         numa_id = parse_zone_name(raw["name"])
     except AnnotationFormatError as exc:
         raise NRTError(f"{where}.name: {exc}") from exc
+    if numa_id >= MAX_BITS:
+        raise NRTError(
+            f"{where}.name: NUMA id {numa_id} is above {MAX_BITS - 1}, the kubelet's limit "
+            "(its NUMA masks are 64 bits)"
+        )
     capacity: dict[str, int] = {}
     allocatable: dict[str, int] = {}
     available: dict[str, int] = {}

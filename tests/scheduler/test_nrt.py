@@ -103,6 +103,11 @@ def _broken(mutate: Any) -> dict[str, Any]:
             id="bad-zone-name",
         ),
         pytest.param(
+            lambda o: o["zones"][0].__setitem__("name", "node-64"),
+            "zones[0](node-64).name: NUMA id 64 is above 63",
+            id="numa-id-beyond-64-bit-mask",
+        ),
+        pytest.param(
             lambda o: o["zones"].append(dict(o["zones"][0])),
             "zone node-0 appears twice",
             id="duplicate-zone",
