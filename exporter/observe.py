@@ -2,9 +2,11 @@
 
 For a person debugging a node: reads podresources and sysfs (and, with an API client,
 the pods' specs to judge Memory Manager completeness as the daemon does) and returns
-``{"namespace/name": {annotation: value}}`` for the pods the exporter would annotate.
-Without an API client every reported pod is included and memory groups are judged from
-the reported blocks alone, as complete.
+``{"namespace/name": {annotation: value}}`` for the pods the exporter would annotate,
+by the daemon's rules (``PodView.writable``, pods listed twice left out, a kubelet
+without ``GetAllocatableResources`` has no Memory Manager view). Without an API client
+every pod the kubelet lists once is included and memory groups are judged from the
+reported blocks alone, as complete.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from exporter.kubeerrors import NotFound
 from exporter.placement import annotation_values, derive_placement
 from exporter.podresources_client import PodResourcesClient, PodResourcesUnimplemented
 from exporter.pods import PodView, pod_view
-from exporter.resources import PodResources
+from exporter.resources import PodResources, duplicate_keys
 from exporter.sysfs import read_cpu_numa_map
 
 
@@ -44,7 +46,7 @@ def observe(
     client = PodResourcesClient(socket_path, timeout_s=timeout_s)
     try:
         reports = _reports(client, pod)
-        static = client.allocatable().memory_manager_static if pod_api is not None else False
+        static = client.allocatable_or_empty().memory_manager_static if pod_api else False
     finally:
         client.close()
 
@@ -60,12 +62,15 @@ def observe(
                 except NotFound:
                     continue
 
+    duplicates = duplicate_keys(reports)
     out: dict[str, dict[str, str]] = {}
     for r in sorted(reports, key=lambda x: x.key):
+        if r.key in duplicates:
+            continue
         expected: frozenset[str] | None = None
         if pod_api is not None:
             view = views.get(r.key)
-            if view is None or view.terminal or view.deleting:
+            if view is None or not view.writable:
                 continue
             expected = view.expected_memory_containers(memory_manager_static=static)
         values = annotation_values(

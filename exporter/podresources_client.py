@@ -196,6 +196,15 @@ class PodResourcesClient:
             memory=_memory(response.memory),
         )
 
+    def allocatable_or_empty(self) -> AllocatableResources:
+        """``allocatable()``, or nothing where the kubelet does not serve the call (before
+        1.23, or with the feature off): no Memory Manager view, so memory groups are
+        judged from the reported blocks alone."""
+        try:
+            return self.allocatable()
+        except PodResourcesUnimplemented:
+            return AllocatableResources()
+
     def get(self, namespace: str, name: str) -> PodResources:
         """One pod. Raises PodResourcesUnimplemented where the kubelet does not serve Get."""
         response = self._call(

@@ -55,6 +55,12 @@ class PodView:
         """The kubelet has taken the pod on: Running, or Pending with a start time."""
         return self.phase == "Running" or (self.phase == "Pending" and self.started_at is not None)
 
+    @property
+    def writable(self) -> bool:
+        """The exporter writes this pod's annotations: admitted, not terminal, not being
+        deleted (the one rule for the daemon and ``numa-exporter observe``)."""
+        return self.admitted and not self.terminal and not self.deleting
+
     def annotation(self, name: str) -> str | None:
         if name == OBSERVED_PLACEMENT:
             return self.placement_annotation

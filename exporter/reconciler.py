@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import Counter as _Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -21,9 +20,9 @@ from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher, PatchResult, changes_for
 from exporter.placement import PodPlacement, annotation_values, derive_placement
 from exporter.pod_cache import PodCache
-from exporter.podresources_client import PodResourcesError, PodResourcesUnimplemented
+from exporter.podresources_client import PodResourcesError
 from exporter.pods import PodView, pod_view
-from exporter.resources import AllocatableResources, PodResources
+from exporter.resources import AllocatableResources, PodResources, duplicate_keys
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +36,7 @@ class PodResourcesReader(Protocol):
 
     def list(self) -> tuple[PodResources, ...]: ...
 
-    def allocatable(self) -> AllocatableResources: ...
+    def allocatable_or_empty(self) -> AllocatableResources: ...
 
 
 @dataclass
@@ -98,12 +97,7 @@ class Reconciler:
             or stale
             or self._podresources.generation != self._allocatable_generation
         ):
-            try:
-                allocatable = self._podresources.allocatable()
-            except PodResourcesUnimplemented:
-                # kubelets before 1.23 (or with the feature off): no Memory Manager view,
-                # so memory groups are judged from the reported blocks alone
-                allocatable = AllocatableResources()
+            allocatable = self._podresources.allocatable_or_empty()
             if self._allocatable is not None and allocatable != self._allocatable:
                 log.info("allocatable resources changed; re-deriving every pod")
                 self._memo.clear()
@@ -134,10 +128,6 @@ class Reconciler:
         memo = _Memo(report, expected, placement, annotation_values(placement))
         self._memo[report.key] = memo
         return memo
-
-    @staticmethod
-    def _writable(pod: PodView | None) -> bool:
-        return pod is not None and pod.admitted and not pod.terminal and not pod.deleting
 
     # -- the pass ---------------------------------------------------------------------
     def run_once(self) -> PassReport:
@@ -171,14 +161,13 @@ class Reconciler:
             return
         report.api_ok = True
 
-        counts = _Counter(r.key for r in reports)
-        duplicates = tuple(sorted(k for k, n in counts.items() if n > 1))
+        duplicates = duplicate_keys(reports)
         if duplicates:
             log.warning(
                 "kubelet lists several pods under one name; leaving them alone",
-                extra={"pods": list(duplicates)},
+                extra={"pods": sorted(duplicates)},
             )
-        report.skipped_duplicates = duplicates
+        report.skipped_duplicates = tuple(sorted(duplicates))
         snapshot = self._cache.snapshot()
         unknown: set[int] = set()
         aligned = 0
@@ -187,7 +176,7 @@ class Reconciler:
             key = pod_report.key
             seen.add(key)
             pod = snapshot.get(key)
-            if counts[key] > 1 or pod is None or not self._writable(pod):
+            if key in duplicates or pod is None or not pod.writable:
                 continue
             memo = self._desired(pod_report, pod)
             unknown |= memo.placement.unknown_cpus
@@ -220,7 +209,7 @@ class Reconciler:
         first_write = pod.placement_annotation is None and pod.memory_groups_annotation is None
 
         def decide(fresh: PodView) -> Mapping[str, str | None] | None:
-            if not self._writable(fresh):
+            if not fresh.writable:
                 return None
             memo = self._memo.get(fresh.key)
             return changes_for(fresh, memo.desired) if memo is not None else None

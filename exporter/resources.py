@@ -7,6 +7,8 @@ directly.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -65,3 +67,11 @@ class AllocatableResources:
     @property
     def memory_manager_static(self) -> bool:
         return bool(self.memory)
+
+
+def duplicate_keys(reports: Iterable[PodResources]) -> frozenset[str]:
+    """``namespace/name`` keys the kubelet lists more than once (an old and a new pod
+    under one name): which report belongs to the pod the API shows cannot be told, so
+    neither is written."""
+    counts = Counter(r.key for r in reports)
+    return frozenset(key for key, n in counts.items() if n > 1)

@@ -1,9 +1,10 @@
 """A small podresources gRPC server for the exporter's tests, on a real unix socket.
 
 Serves canned pods (built from ``exporter.resources`` values) with fault injection:
-a delay before answering (to exceed the client's deadline), ``Get`` answered with
-UNIMPLEMENTED, and stop / restart (the socket file is removed and created again, as the
-kubelet does when it restarts). Counts calls per method.
+a delay before answering (to exceed the client's deadline), ``Get`` or
+``GetAllocatableResources`` answered with UNIMPLEMENTED, and stop / restart (the socket
+file is removed and created again, as the kubelet does when it restarts). Counts calls
+per method.
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ class _Servicer(api_pb2_grpc.PodResourcesListerServicer):
         self, request: Any, context: Any
     ) -> api_pb2.AllocatableResourcesResponse:
         self._enter("GetAllocatableResources")
+        if not self.fake.allocatable_implemented:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, "GetAllocatableResources is not enabled")
         a = self.fake.allocatable
         return api_pb2.AllocatableResourcesResponse(
             cpu_ids=a.cpu_ids, devices=_devices(a.devices), memory=_memory(a.memory)
@@ -120,6 +123,7 @@ class FakePodResources:
         self.pods: list[PodResources] = list(pods)
         self.allocatable = allocatable or AllocatableResources()
         self.get_implemented = get_implemented
+        self.allocatable_implemented = True
         self.delay_s = 0.0
         self.release = threading.Event()  # set to end a delay early (test teardown)
         self.calls: Counter[str] = Counter()

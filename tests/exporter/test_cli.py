@@ -85,6 +85,68 @@ def test_observe_with_kubeconfig_judges_completeness_from_the_pod_spec(
     assert json.loads(out)[f"{namespace}/cpu-only"][OBSERVED_MEMORY_GROUPS] == "null"
 
 
+def test_observe_leaves_out_pods_the_kubelet_lists_twice(
+    fake_kubelet: FakePodResources, sysfs_root: Path
+) -> None:
+    # an old and a new pod under one name: the daemon writes neither, observe shows neither
+    old = s.pod("cpu-only", *s.GPU_AND_CPU.containers)
+    fake_kubelet.set_pods([s.CPU_ONLY, old, s.SHARED_POOL])
+    code, out, err = _observe(
+        "--podresources-socket", str(fake_kubelet.socket_path),
+        "--sysfs-root", str(sysfs_root), "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    assert list(json.loads(out)) == ["default/shared"]
+
+
+@pytest.mark.controlplane
+def test_observe_with_kubeconfig_shows_only_pods_the_daemon_would_write(
+    control_plane: ControlPlane,
+    api_client: client.ApiClient,
+    namespace: str,
+    fake_kubelet: FakePodResources,
+    sysfs_root: Path,
+) -> None:
+    for name, phase, started in (
+        ("running", "Running", True),
+        ("acknowledged", "Pending", True),
+        ("not-admitted", "Pending", False),
+        ("succeeded", "Succeeded", True),
+    ):
+        create_pod(api_client, namespace, name, node="n1", phase=phase, started=started)
+    names = ("running", "acknowledged", "not-admitted", "succeeded")
+    fake_kubelet.set_pods([s.pod(n, *s.CPU_ONLY.containers, namespace=namespace) for n in names])
+    code, out, err = _observe(
+        "--podresources-socket", str(fake_kubelet.socket_path),
+        "--sysfs-root", str(sysfs_root), "--kubeconfig", str(control_plane.kubeconfig),
+        "--node-name", "n1", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    assert sorted(json.loads(out)) == [f"{namespace}/acknowledged", f"{namespace}/running"]
+
+
+@pytest.mark.controlplane
+def test_observe_with_kubeconfig_copes_with_allocatable_unimplemented(
+    control_plane: ControlPlane,
+    api_client: client.ApiClient,
+    namespace: str,
+    fake_kubelet: FakePodResources,
+    sysfs_root: Path,
+) -> None:
+    # a kubelet without GetAllocatableResources has no Memory Manager view: like the
+    # daemon, observe judges the groups from the reported blocks alone
+    fake_kubelet.allocatable_implemented = False
+    create_pod(api_client, namespace, "cpu-only", node="n1", containers={"main": GUARANTEED})
+    fake_kubelet.set_pods([s.pod("cpu-only", *s.CPU_ONLY.containers, namespace=namespace)])
+    code, out, err = _observe(
+        "--podresources-socket", str(fake_kubelet.socket_path),
+        "--sysfs-root", str(sysfs_root), "--kubeconfig", str(control_plane.kubeconfig),
+        "--node-name", "n1", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out)[f"{namespace}/cpu-only"][OBSERVED_MEMORY_GROUPS] == "[]"
+
+
 @pytest.mark.parametrize(
     "args,message",
     [

@@ -66,6 +66,20 @@ def test_allocatable_and_memory_manager_detection(fake_kubelet: FakePodResources
     client.close()
 
 
+def test_allocatable_unimplemented_means_no_memory_manager_view(
+    fake_kubelet: FakePodResources,
+) -> None:
+    fake_kubelet.allocatable = AllocatableResources(memory=(MemoryBlock("memory", s.GI, (0,)),))
+    fake_kubelet.allocatable_implemented = False
+    errors: Counter[tuple[str, str]] = Counter()
+    client = _client(fake_kubelet, errors)
+    with pytest.raises(PodResourcesUnimplemented):
+        client.allocatable()
+    assert client.allocatable_or_empty() == AllocatableResources()
+    assert errors == {("GetAllocatableResources", "UNIMPLEMENTED"): 2}
+    client.close()
+
+
 def test_get_and_unimplemented(fake_kubelet: FakePodResources) -> None:
     fake_kubelet.set_pods([s.CPU_ONLY])
     errors: Counter[tuple[str, str]] = Counter()

@@ -103,6 +103,15 @@ def test_expected_memory_containers_only_for_guaranteed_with_static_policy() -> 
 def test_phase(status: dict[str, str], admitted: bool, terminal: bool) -> None:
     view = pod_view(_pod([_c("a")], status=status))
     assert (view.admitted, view.terminal) == (admitted, terminal)
+    assert view.writable == admitted
+
+
+def test_a_pod_being_deleted_is_not_written() -> None:
+    view = pod_view(
+        _pod([_c("a")], metadata={"deletionTimestamp": "2026-01-01T00:00:00Z"},
+             status={"phase": "Running"})
+    )  # fmt: skip
+    assert view.admitted and not view.writable
 
 
 def test_annotations_and_identity() -> None:
