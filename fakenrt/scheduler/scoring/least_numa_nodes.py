@@ -5,7 +5,8 @@ Per admission step (each container in container scope, the pod in pod scope), in
 for width 1, 2, ... take the combinations of zones of that width (lowest ids first); the
 step needs the first width where some combination has every aligned resource available;
 among the fitting combinations of that width it takes the one with the lowest average
-distance (mean of the NRT ``costs`` over all ordered pairs of its zones, self included),
+distance (mean of the NRT ``costs`` over all ordered pairs of its zones, self included;
+within one width the mean orders combinations as their sum does, so the sum is compared),
 and notes whether that average is the minimum over *all* combinations of the width. The
 step's resources are then taken from that combination (lowest zone first) before the next
 step looks. With ``n`` the largest width any step needed and ``close`` true iff every step
@@ -19,18 +20,10 @@ and scores 100; a step that fits no combination scores the node 0.
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 from fakenrt.scheduler.masks import subset_sums
 from fakenrt.scheduler.scoring.base import MAX_SCORE, MIN_SCORE, ScoreInput
-from fakenrt.scheduler.topology import NumaTopology
 
 HIGHEST_NUMA_ID = 8
-
-
-def average_distance(topology: NumaTopology, zones: tuple[int, ...]) -> Fraction:
-    total = sum(topology.distance(a, b) for a in zones for b in zones)
-    return Fraction(total, len(zones) * len(zones))
 
 
 def normalize(numa_nodes: int, close: bool) -> int:
