@@ -18,7 +18,6 @@ from fakenrt.scheduler.choice import choose_mask
 from fakenrt.scheduler.evaluator import Evaluation
 from fakenrt.scheduler.hints import ResourceHints
 from fakenrt.scheduler.ledger import ZoneLedger
-from fakenrt.scheduler.masks import bits
 from fakenrt.scheduler.requests import AlignmentUnit
 from fakenrt.scheduler.topology import POLICY_RESTRICTED
 
@@ -34,13 +33,7 @@ class RestrictedEvaluator:
         self.prefer_closest = prefer_closest
 
     def evaluate(self, ledger: ZoneLedger, units: tuple[AlignmentUnit, ...]) -> Evaluation:
-        distance = None
-        if self.prefer_closest:
-            distances = ledger.topology.distances
-
-            def distance(mask: int) -> int:
-                zones = bits(mask)
-                return sum(distances[(a, b)] for a in zones for b in zones)
+        distance = ledger.topology.mask_distances.__getitem__ if self.prefer_closest else None
 
         def choose(unit: AlignmentUnit, hints: list[ResourceHints]) -> Choice:
             return choose_mask(self.policy, unit, hints, single_node=False, distance=distance)

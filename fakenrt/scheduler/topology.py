@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import combinations
+
+from fakenrt.scheduler.masks import all_masks, bits
 
 POLICY_NONE = "none"
 POLICY_BEST_EFFORT = "best-effort"
@@ -91,12 +92,16 @@ class NumaTopology:
     def combinations(self) -> dict[int, tuple[tuple[tuple[int, ...], int, int], ...]]:
         """Width -> every combination of that many zones (lowest ids first) as
         ``(zone ids, mask, sum of distances over its ordered pairs)``."""
-        out: dict[int, tuple[tuple[tuple[int, ...], int, int], ...]] = {}
-        ids = self.zone_ids
+        rows: dict[int, list[tuple[tuple[int, ...], int, int]]] = {}
         d = self.distances
-        for width in range(1, len(ids) + 1):
-            out[width] = tuple(
-                (combo, sum(1 << i for i in combo), sum(d[(a, b)] for a in combo for b in combo))
-                for combo in combinations(ids, width)
-            )
-        return out
+        for mask in all_masks(self.zone_ids):
+            combo = bits(mask)
+            total = sum(d[(a, b)] for a in combo for b in combo)
+            rows.setdefault(len(combo), []).append((combo, mask, total))
+        return {width: tuple(r) for width, r in rows.items()}
+
+    @cached_property
+    def mask_distances(self) -> dict[int, int]:
+        """Mask -> sum of NUMA distances over the ordered pairs of its zones (what
+        ``prefer-closest-numa-nodes`` ranks equally narrow masks by)."""
+        return {mask: total for rows in self.combinations.values() for _, mask, total in rows}
