@@ -52,7 +52,7 @@ class ExporterMetrics:
         self.observation_lag = Histogram(
             f"{PREFIX}_observation_lag_seconds",
             "Time from the pod's status.startTime (kubelet acknowledged it) to the first "
-            "write of its observed annotations.",
+            "write of its observed annotations, for pods started while the exporter runs.",
             registry=registry,
             buckets=(0.25, 0.5, 1, 2, 3, 5, 10, 20, 30, 60, 120, 300),
         )

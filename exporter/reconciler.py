@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 ALLOCATABLE_REFRESH_S = 60.0
 SYSFS_REFRESH_S = 60.0
 COALESCE_S = 0.05
+#: ``status.startTime`` has one-second resolution.
+START_TIME_RESOLUTION_S = 1.0
 
 
 class PodResourcesReader(Protocol):
@@ -82,6 +84,7 @@ class Reconciler:
         self._health = health
         self._clock = clock
         self._wall_clock = wall_clock
+        self._started_wall = wall_clock()
         self._allocatable: AllocatableResources | None = None
         self._allocatable_at = 0.0
         self._allocatable_generation = -1
@@ -227,10 +230,16 @@ class Reconciler:
                 "annotations written",
                 extra={"pod": pod.key, "uid": pod.uid, "annotations": dict(outcome.written or {})},
             )
-            if first_write and pod.started_at is not None:
-                lag = max(0.0, self._wall_clock() - pod.started_at)
+            # timed only for pods started while this exporter runs: a pod from before (a
+            # first install, annotations stripped by hand) would report its age as lag
+            started = pod.started_at
+            if first_write and started is not None and self._timed(started):
+                lag = max(0.0, self._wall_clock() - started)
                 self._metrics.observation_lag.observe(lag)
         return outcome.result.value, outcome.reached_api
+
+    def _timed(self, started_at: float) -> bool:
+        return started_at >= self._started_wall - START_TIME_RESOLUTION_S
 
     # -- the loop ---------------------------------------------------------------------
     def run(self, stop: threading.Event, wake: threading.Event, poll_interval_s: float) -> None:

@@ -143,6 +143,35 @@ def test_writes_once_then_only_on_change(harness: Harness) -> None:
     assert h.health.readiness() == (True, "ok")
 
 
+def test_observation_lag_only_for_pods_started_while_the_exporter_runs(
+    harness: Harness,
+) -> None:
+    # A pod that started long before the exporter (first install, or both annotations
+    # stripped by hand) is written but not timed: its age is not an observation lag.
+    h = harness
+    create_pod(h.api, h.namespace, "cpu-only", node=h.node)
+    client.CoreV1Api(h.api).patch_namespaced_pod_status(
+        "cpu-only", h.namespace, {"status": {"startTime": "2020-01-01T00:00:00Z"}}
+    )
+    h.fake.set_pods([h.report(s.CPU_ONLY)])
+    h.sync()
+    assert h.run().patches == {"applied": 1}
+    assert h.metric("numa_exporter_observation_lag_seconds_count") == 0
+
+    merge_patch(h.api, h.namespace, "cpu-only", {"metadata": {"annotations": {
+        OBSERVED_PLACEMENT: None, OBSERVED_MEMORY_GROUPS: None}}})  # fmt: skip
+    h.sync()
+    assert h.run().patches == {"applied": 1}
+    assert h.metric("numa_exporter_observation_lag_seconds_count") == 0
+
+    create_pod(h.api, h.namespace, "gpu-cpu", node=h.node)
+    h.fake.set_pods([h.report(s.CPU_ONLY), h.report(s.GPU_AND_CPU)])
+    h.sync()
+    assert h.run().patches == {"applied": 1}
+    assert h.metric("numa_exporter_observation_lag_seconds_count") == 1
+    assert h.metric("numa_exporter_observation_lag_seconds_sum") < 60
+
+
 def test_drift_is_repaired_and_nothing_else_is_touched(harness: Harness) -> None:
     h = harness
     create_pod(
