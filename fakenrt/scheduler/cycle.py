@@ -21,7 +21,7 @@ from fakenrt.podspec import PodSpec, effective_requests
 from fakenrt.scheduler.cluster import ClusterSnapshot, NodeSnapshot
 from fakenrt.scheduler.ledger import ZoneLedger
 from fakenrt.scheduler.placement import EMPTY_PLACEMENT, Placement
-from fakenrt.scheduler.plugin import NumaPlugin, Scores
+from fakenrt.scheduler.plugin import FilterResult, NumaPlugin, Scores
 from fakenrt.scheduler.reconstruction import NodePod, reconstruct
 
 
@@ -35,7 +35,9 @@ class Decision:
     scores: Scores = field(default_factory=Scores)
     #: node name -> why the node was filtered out
     rejections: Mapping[str, str] = field(default_factory=dict)
-    #: short reason category per rejected node (for metrics): resources / numa / not-ready
+    #: reason category per rejected node (the metric's label): ``resources`` / ``node``
+    #: for whole-node rejections, else the NUMA reason's prefix (the policy name or
+    #: ``memory manager``)
     categories: Mapping[str, str] = field(default_factory=dict)
     requests: Mapping[str, Decimal] = field(default_factory=dict)
 
@@ -119,7 +121,7 @@ class SchedulingCycle:
         rejections: dict[str, str] = {}
         categories: dict[str, str] = {}
         best: tuple[int, str] | None = None
-        chosen: tuple[Placement, Scores] | None = None
+        chosen: tuple[_NodeBooks, FilterResult, Scores] | None = None
         strategy = self.plugin.args.scoring_strategy
         for name, books in self.books.items():
             reason = self._whole_node(books, requests)
@@ -139,17 +141,18 @@ class SchedulingCycle:
             key = (-scores[strategy], name)
             if best is None or key < best:
                 best = key
-                placement = self.plugin.placement_to_charge(pod, topology, books.ledger, result)
-                chosen = (placement, scores)
+                chosen = (books, result, scores)
         if best is None or chosen is None:
             return Decision(
                 pod_key=pod.key, node=None, rejections=rejections, categories=categories
             )
+        books, result, scores = chosen
+        placement = self.plugin.placement_to_charge(pod, books.node.nrt, books.ledger, result)
         decision = Decision(
             pod_key=pod.key,
             node=best[1],
-            placement=chosen[0],
-            scores=chosen[1],
+            placement=placement,
+            scores=scores,
             rejections=rejections,
             categories=categories,
             requests=requests,
