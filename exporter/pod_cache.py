@@ -162,7 +162,11 @@ class PodCache:
                 log.info("watch expired, listing again")
                 continue
             except ApiError as exc:
-                self._set_connected(False)
                 log.warning("pod list/watch failed", extra={"error": str(exc)})
-                stop.wait(backoff * (0.5 + self._rng.random()))
-                backoff = min(MAX_BACKOFF_S, backoff * 2)
+            except Exception:  # a bug must not end the thread and leave a frozen cache
+                log.exception("pod list/watch failed unexpectedly")
+            else:
+                return  # the watch loop ends only when stop is set
+            self._set_connected(False)
+            stop.wait(backoff * (0.5 + self._rng.random()))
+            backoff = min(MAX_BACKOFF_S, backoff * 2)

@@ -104,3 +104,19 @@ def test_notifies_only_on_decision_relevant_changes() -> None:
     assert cache.get("ns/a") is not None
     cache.forget("ns/a", "new-a")
     assert cache.get("ns/a") is None
+
+
+def test_an_unexpected_error_does_not_end_the_loop() -> None:
+    # a bug or a garbled answer outside the ApiError hierarchy must not kill the cache's
+    # thread silently (it would leave a frozen cache that still reads as connected)
+    stop = threading.Event()
+    connection: list[bool] = []
+    source = ScriptedSource(
+        stop,
+        [("10", [_pod("a", "9")]), ValueError("garbled"), ("20", [_pod("c", "19")])],
+    )
+    cache = PodCache(source, "node", on_connection=connection.append, rng=random.Random(0))
+    cache.run(stop)
+    assert source.calls == ["list", "watch@10", "list"]
+    assert list(cache.snapshot()) == ["ns/c"]
+    assert connection == [True, False, True]
