@@ -31,14 +31,16 @@ from fakenrt.scheduler.ledger import ZoneLedger
 from fakenrt.scheduler.placement import EMPTY_PLACEMENT, Placement
 from fakenrt.scheduler.requests import AlignmentUnit, alignment_units
 from fakenrt.scheduler.restricted import RestrictedEvaluator
-from fakenrt.scheduler.scoring import MAX_SCORE, MIN_SCORE, STRATEGIES, ScoreInput
+from fakenrt.scheduler.scoring import MIN_SCORE, STRATEGIES, ScoreInput
 from fakenrt.scheduler.topology import POLICY_BEST_EFFORT, SCOPE_POD, NumaTopology
 
 
 @dataclass(frozen=True)
 class FilterResult:
     """``fit``: the node passes. ``engaged``: the plugin evaluated the pod (False = passed
-    through). ``placement``: what the reservation charges (empty when passed through)."""
+    through). ``placement``: what the reservation charges (empty when passed through).
+    ``units``: the pod's admission steps on this node, when the filter computed them (so
+    scoring does not compute them again)."""
 
     fit: bool
     reason: str | None = None
@@ -103,12 +105,8 @@ class NumaPlugin:
         if topology is None or ledger is None or not result.fit:
             return ZERO_SCORES
         units = result.units or self.units(pod, topology)
-        if all(u.empty for u in units):
-            return Scores(
-                {name: MAX_SCORE if name == "LeastNUMANodes" else MIN_SCORE for name in STRATEGIES}
-            )
         placement = result.placement
-        if not result.engaged:
+        if not result.engaged and not all(u.empty for u in units):
             aligned = self.aligned_placement(units, ledger)
             if aligned is not None:
                 placement = aligned

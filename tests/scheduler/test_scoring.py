@@ -172,7 +172,12 @@ def test_scores_without_nrt_are_zero_and_non_numa_pod_is_neutral() -> None:
     topo = topology([{"capacity": {GPU: 2}}], policy="restricted")
     book = ledger(topo)
     verdict = plugin.filter(pod, topo, book)
-    assert plugin.score(pod, topo, book, verdict)["LeastNUMANodes"] == 100
+    assert plugin.score(pod, topo, book, verdict).values == {
+        "LeastNUMANodes": 100,
+        "MostAllocated": 0,
+        "LeastAllocated": 0,
+        "BalancedAllocation": 0,
+    }
 
 
 def test_issue_example_scores() -> None:
