@@ -18,7 +18,7 @@ one-node blocks per zone in container scope (the annotation cannot tell containe
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,20 +95,26 @@ def _single_blocks(amounts: Mapping[int, Mapping[str, int]]) -> list[frozenset[i
     ]
 
 
-def _observed(
-    pod: PodSpec, topology: NumaTopology, free: Mapping[int, Mapping[str, int]]
-) -> Placement:
-    where = f"pod {pod.key}: annotation {OBSERVED_PLACEMENT}"
+def _zone_amounts(value: str, where: str) -> dict[int, dict[str, int]]:
+    """Zone id -> resource -> amount from a placement annotation's value."""
     try:
-        # No placement annotation next to a memory-groups one: the exporter saw the pod
-        # and it holds nothing per zone (multi-zone memory, if any, is in the groups).
-        zones = parse_placement(pod.annotations.get(OBSERVED_PLACEMENT, "[]"))
+        zones = parse_placement(value)
     except AnnotationFormatError as exc:
         raise ReconstructionError(f"{where}: {exc}") from exc
     amounts: dict[int, dict[str, int]] = {}
     for zp in zones:
-        for name, value in zp.amounts.items():
-            merge_amounts(amounts, zp.numa_id, name, value)
+        for name, amount in zp.amounts.items():
+            merge_amounts(amounts, zp.numa_id, name, amount)
+    return amounts
+
+
+def _observed(
+    pod: PodSpec, topology: NumaTopology, free: Mapping[int, Mapping[str, int]]
+) -> Placement:
+    where = f"pod {pod.key}: annotation {OBSERVED_PLACEMENT}"
+    # No placement annotation next to a memory-groups one: the exporter saw the pod and it
+    # holds nothing per zone (multi-zone memory, if any, is in the groups).
+    amounts = _zone_amounts(pod.annotations.get(OBSERVED_PLACEMENT, "[]"), where)
     blocks = _single_blocks(amounts)
     raw_groups = pod.annotations.get(OBSERVED_MEMORY_GROUPS)
     if raw_groups is not None:
@@ -141,14 +147,7 @@ def _observed(
 
 def _predicted(pod: PodSpec, topology: NumaTopology) -> Placement:
     where = f"pod {pod.key}: annotation {PREDICTED_PLACEMENT}"
-    try:
-        zones = parse_placement(pod.annotations[PREDICTED_PLACEMENT])
-    except AnnotationFormatError as exc:
-        raise ReconstructionError(f"{where}: {exc}") from exc
-    amounts: dict[int, dict[str, int]] = {}
-    for zp in zones:
-        for name, value in zp.amounts.items():
-            merge_amounts(amounts, zp.numa_id, name, value)
+    amounts = _zone_amounts(pod.annotations[PREDICTED_PLACEMENT], where)
     memory_zones = sorted(
         z for z, a in amounts.items() if any(is_memory_type(t) and v > 0 for t, v in a.items())
     )
@@ -162,20 +161,21 @@ def _predicted(pod: PodSpec, topology: NumaTopology) -> Placement:
     return placement
 
 
-def placement_of(
+def _sources(
     pod: PodSpec, topology: NumaTopology, free: Mapping[int, Mapping[str, int]]
-) -> tuple[Placement | None, str | None]:
-    """The pod's placement and where it came from: observed > predicted > (None, None).
+) -> list[tuple[str, Callable[[], Placement]]]:
+    """The pod's placement sources, best first: observed, then predicted.
 
     The exporter has observed a pod when it wrote its placement annotation, or a complete
     memory-groups annotation (a pod with nothing aligned per zone gets only that one; the
     groups value ``null`` means an incomplete observation, which does not count)."""
+    out: list[tuple[str, Callable[[], Placement]]] = []
     groups = pod.annotations.get(OBSERVED_MEMORY_GROUPS)
     if OBSERVED_PLACEMENT in pod.annotations or (groups is not None and groups.strip() != "null"):
-        return _observed(pod, topology, free), "observed"
+        out.append(("observed", lambda: _observed(pod, topology, free)))
     if PREDICTED_PLACEMENT in pod.annotations:
-        return _predicted(pod, topology), "predicted"
-    return None, None
+        out.append(("predicted", lambda: _predicted(pod, topology)))
+    return out
 
 
 def reconstruct(
@@ -183,7 +183,7 @@ def reconstruct(
 ) -> Reconstruction:
     """A ledger of ``allocatable - placements``. With ``strict`` an unusable annotation
     raises :class:`ReconstructionError`; otherwise that pod falls back to its next source
-    and the problem is reported."""
+    (observed -> predicted -> unplaced) and the problem is reported."""
     ledger = ZoneLedger(topology, {z.id: z.allocatable for z in topology.zones})
     sources: dict[str, str] = {}
     unplaced: list[str] = []
@@ -191,26 +191,19 @@ def reconstruct(
     for pod in pods:
         if pod.terminal:
             continue
-        try:
-            placement, source = placement_of(pod.spec, topology, ledger.available)
-        except ReconstructionError as exc:
-            if strict:
-                raise
-            problems.append(str(exc))
-            placement, source = None, None
-            if (
-                OBSERVED_PLACEMENT in pod.spec.annotations
-                and PREDICTED_PLACEMENT in pod.spec.annotations
-            ):
-                try:
-                    placement, source = _predicted(pod.spec, topology), "predicted"
-                except ReconstructionError as exc2:
-                    problems.append(str(exc2))
-        if placement is None or source is None:
+        for source, read in _sources(pod.spec, topology, ledger.available):
+            try:
+                placement = read()
+            except ReconstructionError as exc:
+                if strict:
+                    raise
+                problems.append(str(exc))
+                continue
+            sources[pod.spec.key] = source
+            ledger.charge(placement)
+            break
+        else:
             unplaced.append(pod.spec.key)
-            continue
-        sources[pod.spec.key] = source
-        ledger.charge(placement)
     return Reconstruction(
         ledger=ledger, sources=sources, unplaced=tuple(unplaced), problems=tuple(problems)
     )

@@ -116,12 +116,32 @@ def test_bad_annotations_are_named_in_strict_mode(
     assert fragment in str(err.value)
 
 
-def test_lenient_mode_falls_back_to_predicted_and_reports() -> None:
-    pods = [node_pod("bad", {OBSERVED_PLACEMENT: "{", PREDICTED_PLACEMENT: PRED})]
+@pytest.mark.parametrize(
+    ("observed", "field"),
+    [
+        pytest.param({OBSERVED_PLACEMENT: "{"}, OBSERVED_PLACEMENT, id="placement"),
+        pytest.param({OBSERVED_MEMORY_GROUPS: "{"}, OBSERVED_MEMORY_GROUPS, id="groups-only"),
+    ],
+)
+def test_lenient_mode_falls_back_to_predicted_and_reports(
+    observed: dict[str, str], field: str
+) -> None:
+    pods = [node_pod("bad", {**observed, PREDICTED_PLACEMENT: PRED})]
     result = reconstruct(topology(ZONES), pods, strict=False)
     assert result.sources == {"default/bad": "predicted"}
     assert result.ledger.free(1, "cpu") == 12
-    assert len(result.problems) == 1 and "not JSON" in result.problems[0]
+    assert result.unplaced == ()
+    assert len(result.problems) == 1
+    assert f"annotation {field}" in result.problems[0] and "not JSON" in result.problems[0]
+
+
+def test_lenient_mode_with_no_usable_source_leaves_the_pod_unplaced() -> None:
+    pods = [node_pod("bad", {OBSERVED_PLACEMENT: "{", PREDICTED_PLACEMENT: "["})]
+    result = reconstruct(topology(ZONES), pods, strict=False)
+    assert result.sources == {}
+    assert result.unplaced == ("default/bad",)
+    assert len(result.problems) == 2
+    assert result.ledger.free(0, "cpu") == 16 and result.ledger.free(1, "cpu") == 16
 
 
 def test_memory_groups_alone_mean_observed() -> None:
