@@ -19,10 +19,9 @@ class NodeSnapshot:
     allocatable: Mapping[str, Decimal] = field(default_factory=dict)
     ready: bool = True
     unschedulable: bool = False
-    #: The node's NRT, None when it has none (the NUMA filter passes such nodes).
+    #: The node's NRT, None when it has none or it does not parse (the edge logs why);
+    #: the NUMA filter passes such nodes.
     nrt: NumaTopology | None = None
-    #: Problem reading the node's NRT (the node is then treated as having none).
-    nrt_problem: str | None = None
 
 
 @dataclass(frozen=True)

@@ -78,12 +78,10 @@ class KubeCluster:
                         "node %s: status.allocatable[%s] %r is not a quantity", name, key, raw
                     )
             nrt = None
-            problem = None
             if name in nrts:
                 try:
                     nrt = read_nrt(nrts[name], source="api")
                 except NRTError as exc:
-                    problem = str(exc)
                     log.warning("ignoring NRT of node %s: %s", name, exc)
             nodes.append(
                 NodeSnapshot(
@@ -92,7 +90,6 @@ class KubeCluster:
                     ready=_ready(node),
                     unschedulable=bool((node.get("spec") or {}).get("unschedulable")),
                     nrt=nrt,
-                    nrt_problem=problem,
                 )
             )
         pod_items, _ = self.kube.list_all(PODS, what="list pods")

@@ -67,24 +67,30 @@ class Scheduler:
         self._affinity_errors_seen: set[str] = set()
 
     def _watch_failures(self, snapshot: ClusterSnapshot) -> list[str]:
+        """Count and log our pods the kubelet failed with ``TopologyAffinityError``, each
+        once (by uid); pods that are gone are forgotten, so the set stays bounded."""
         found = []
+        failed: set[str] = set()
         for pod in snapshot.pods:
             if (
-                pod.scheduler_name == self.scheduler_name
-                and pod.phase == "Failed"
-                and pod.reason == TOPOLOGY_AFFINITY_ERROR
+                pod.scheduler_name != self.scheduler_name
+                or pod.phase != "Failed"
+                or pod.reason != TOPOLOGY_AFFINITY_ERROR
             ):
-                ident = pod.spec.uid or pod.key
-                if ident not in self._affinity_errors_seen:
-                    self._affinity_errors_seen.add(ident)
-                    self.metrics.topology_affinity_errors.inc()
-                    log.warning(
-                        "pod %s on node %s was rejected by the kubelet with "
-                        "TopologyAffinityError: the NUMA prediction disagreed with the kubelet",
-                        pod.key,
-                        pod.spec.node_name or "?",
-                    )
-                    found.append(pod.key)
+                continue
+            ident = pod.spec.uid or pod.key
+            failed.add(ident)
+            if ident in self._affinity_errors_seen:
+                continue
+            self.metrics.topology_affinity_errors.inc()
+            log.warning(
+                "pod %s on node %s was rejected by the kubelet with "
+                "TopologyAffinityError: the NUMA prediction disagreed with the kubelet",
+                pod.key,
+                pod.spec.node_name or "?",
+            )
+            found.append(pod.key)
+        self._affinity_errors_seen = failed
         return found
 
     def run_cycle(self) -> CycleReport:
