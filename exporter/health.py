@@ -9,6 +9,7 @@ keeps completing passes (a wedged loop fails the liveness probe).
 from __future__ import annotations
 
 import collections
+import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -63,12 +64,18 @@ class Health:
         return True, "ok"
 
 
-def parse_bind_address(address: str) -> tuple[str, int]:
-    """``host:port`` or ``:port`` (all interfaces) -> (host, port); ValueError otherwise."""
+def _split_bind_address(address: str) -> tuple[str, int]:
     host, sep, port = address.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ValueError(f"bind address {address!r} is not host:port or :port")
-    return host.strip("[]") or "0.0.0.0", int(port)
+    return host.strip("[]"), int(port)
+
+
+def parse_bind_address(address: str) -> tuple[str, int]:
+    """``host:port``, ``[v6]:port`` or ``:port`` (all IPv4 interfaces, ``0.0.0.0``) ->
+    (host, port); ValueError otherwise."""
+    host, port = _split_bind_address(address)
+    return host or "0.0.0.0", port
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -100,17 +107,32 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _Server(ThreadingHTTPServer):
+    """Serves on ``host`` (``""``: every interface, dual-stack where the node has IPv6:
+    on an IPv6-only cluster the kubelet probes the pod's IPv6 address)."""
+
     daemon_threads = True
     registry: CollectorRegistry
     health: Health
+
+    def __init__(self, host: str, port: int) -> None:
+        all_interfaces = not host
+        if ":" in host or (all_interfaces and socket.has_dualstack_ipv6()):
+            self.address_family = socket.AF_INET6
+        self._dual_stack = all_interfaces and self.address_family == socket.AF_INET6
+        super().__init__((host, port), _Handler)
+
+    def server_bind(self) -> None:
+        if self._dual_stack:
+            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
 
 
 class HttpServer:
     """Serves /metrics, /healthz and /readyz on one address, in a daemon thread."""
 
     def __init__(self, address: str, registry: CollectorRegistry, health: Health) -> None:
-        host, port = parse_bind_address(address)
-        self._server = _Server((host, port), _Handler)
+        host, port = _split_bind_address(address)  # ":port": every interface, v4 and v6
+        self._server = _Server(host, port)
         self._server.registry = registry
         self._server.health = health
         self._thread = threading.Thread(target=self._server.serve_forever, name="http", daemon=True)

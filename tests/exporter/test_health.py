@@ -85,3 +85,24 @@ def test_endpoints() -> None:
             assert resp.read() == b"ok\n"
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize(
+    "address,hosts",
+    [
+        # all interfaces means IPv6 too: on an IPv6-only cluster the kubelet probes the
+        # pod's IPv6 address, and an IPv4-only listener fails every probe
+        pytest.param(":0", ["127.0.0.1", "[::1]"], id="all-interfaces-dual-stack"),
+        pytest.param("[::1]:0", ["[::1]"], id="ipv6-host"),
+        pytest.param("127.0.0.1:0", ["127.0.0.1"], id="ipv4-host"),
+    ],
+)
+def test_bind_addresses_are_reachable(address: str, hosts: list[str]) -> None:
+    server = HttpServer(address, CollectorRegistry(), Health(clock=FakeClock()))
+    server.start()
+    try:
+        for host in hosts:
+            with urllib.request.urlopen(f"http://{host}:{server.port}/healthz", timeout=5) as r:
+                assert r.status == 200
+    finally:
+        server.stop()
