@@ -209,7 +209,7 @@ class NodeModel:
 
     def _release(self, tracked: TrackedPod, now: float) -> list[Effect]:
         self.state.release(tracked.pod.key)
-        if tracked.stage in (Stage.STARTING, Stage.RUNNING):
+        if tracked.holds:
             tracked.stage = Stage.SUCCEEDED
         return self._changed(now)
 
@@ -263,12 +263,12 @@ class NodeModel:
         return allocation, None
 
     def _take_host(self, pod: ObservedPod) -> int | None:
-        prefix = self.identity.pod_ip(0)[: -len("0")]
-        if pod.pod_ip.startswith(prefix):
-            tail = pod.pod_ip[len(prefix) :]
-            if tail.isdigit() and int(tail) not in self._hosts_in_use:
-                self._hosts_in_use.add(int(tail))
-                return int(tail)
+        """A pod IP host number for ``pod``: the one it already has (recovered after a
+        restart) when free, else the lowest free one; None when the /24 is exhausted."""
+        kept = self.identity.pod_host(pod.pod_ip)
+        if kept is not None and kept not in self._hosts_in_use:
+            self._hosts_in_use.add(kept)
+            return kept
         for host in range(_FIRST_POD_HOST, _LAST_POD_HOST + 1):
             if host not in self._hosts_in_use:
                 self._hosts_in_use.add(host)
@@ -388,7 +388,6 @@ class NodeModel:
             started = tracked.started_at if tracked.started_at is not None else now
             status = succeeded_status(tracked.pod, started_at=started, at=now)
             effects = self._release(tracked, now)
-            tracked.stage = Stage.SUCCEEDED
             if tracked.ip_host is not None:  # a finished pod's sandbox and IP are gone
                 self._hosts_in_use.discard(tracked.ip_host)
                 tracked.ip_host = None

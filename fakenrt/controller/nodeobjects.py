@@ -41,12 +41,22 @@ class NodeIdentity:
         return str(_NODE_NET.network_address + self.index + 1)
 
     @property
+    def _pod_net(self) -> str:
+        """The first three octets of this node's pod CIDR."""
+        return f"10.{1 + self.index // 256}.{self.index % 256}"
+
+    @property
     def pod_cidr(self) -> str:
-        return f"10.{1 + self.index // 256}.{self.index % 256}.0/24"
+        return f"{self._pod_net}.0/24"
 
     def pod_ip(self, host: int) -> str:
         """The ``host``-th address (2..254) of this node's pod CIDR."""
-        return f"10.{1 + self.index // 256}.{self.index % 256}.{host}"
+        return f"{self._pod_net}.{host}"
+
+    def pod_host(self, ip: str) -> int | None:
+        """The host number of ``ip`` in this node's pod CIDR; None when it lies outside."""
+        net, _, host = ip.rpartition(".")
+        return int(host) if net == self._pod_net and host.isdigit() else None
 
 
 def owner_selector(controller: str) -> str:

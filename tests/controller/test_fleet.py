@@ -294,6 +294,10 @@ def test_restart_restores_recorded_allocations_exactly(clock: ManualClock) -> No
     restart = f2.start(_as_api_sees_it(f2, copy.deepcopy([b, c]), effects))
     after = f2.nodes[NODE].state.allocations()
     assert after == before and list(after) == ["ns/b", "ns/c"]
+    # Each pod keeps its IP (c took a's freed address, so first-free order would swap them).
+    hosts = {k: t.ip_host for k, t in f1.nodes[NODE].pods.items() if k != "ns/a"}
+    assert hosts == {"ns/b": 3, "ns/c": 2}
+    assert {k: t.ip_host for k, t in f2.nodes[NODE].pods.items()} == hosts
     assert of(restart, PatchPodStatus) == []  # nothing new to record
     (served,) = of(restart, ServePodResources)
     assert served.allocations == tuple(before.values())

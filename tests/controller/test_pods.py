@@ -74,3 +74,21 @@ def test_rejected_status_is_exactly_the_kubelets() -> None:
         "reason": "OutOfcpu",
         "message": "Pod was rejected: Node didn't have enough resource: cpu",
     }
+
+
+@pytest.mark.parametrize(
+    ("ip", "host"),
+    [
+        pytest.param("10.2.44.7", 7, id="own-cidr"),
+        pytest.param("10.2.44.254", 254, id="last"),
+        pytest.param("10.2.4.7", None, id="other-node-same-prefix-digits"),
+        pytest.param("10.2.44", None, id="short"),
+        pytest.param("", None, id="no-ip"),
+        pytest.param("10.2.44.x", None, id="not-a-number"),
+    ],
+)
+def test_pod_host_reads_only_this_nodes_cidr(ip: str, host: int | None) -> None:
+    ident = NodeIdentity("n", 300)  # pod CIDR 10.2.44.0/24
+    assert ident.pod_host(ip) == host
+    if host is not None:
+        assert ident.pod_ip(host) == ip
