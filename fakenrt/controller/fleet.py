@@ -66,12 +66,7 @@ class Fleet:
         effects = self._recover(pods, now)
         for model in self.nodes.values():
             effects += model.publish_now()
-            effects.append(
-                ReportNodeStatus(
-                    model.name,
-                    node_status(model.profile, model.identity, at=now, since=self._since),
-                )
-            )
+            effects.append(self._node_status(model, now))
             effects.append(RenewLease(model.name, now))
             s = self.settings
             self.timers.set((LEASE, model.name, ""), now + self._phase(s.lease_renew_interval))
@@ -150,12 +145,13 @@ class Fleet:
             return [RenewLease(node, now)]
         if kind == STATUS:
             self.timers.set((STATUS, node, ""), now + self.settings.node_status_interval)
-            return [
-                ReportNodeStatus(
-                    node, node_status(model.profile, model.identity, at=now, since=self._since)
-                )
-            ]
+            return [self._node_status(model, now)]
         return model.fire(kind, pod_key, now)
+
+    def _node_status(self, model: NodeModel, now: float) -> ReportNodeStatus:
+        """The node's status with heartbeat times ``now`` (Ready since the controller began)."""
+        status = node_status(model.profile, model.identity, at=now, since=self._since)
+        return ReportNodeStatus(model.name, status)
 
     def pending_publications(self) -> int:
         """Changes admitted but not yet visible in any NRT (for tests and metrics)."""
