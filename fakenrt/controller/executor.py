@@ -84,7 +84,7 @@ class Executor:
         self._shards = [_Shard() for _ in range(workers)]
         self._busy = 0
         self._stopping = threading.Event()
-        self.stats: Counter[str] = Counter()
+        self._stats: Counter[str] = Counter()
         self._threads = [
             threading.Thread(target=self._work, args=(i,), name=f"fakenrt-writer-{i}", daemon=True)
             for i in range(workers)
@@ -107,10 +107,6 @@ class Executor:
                 else:
                     shard.items.append(effect)
             self._lock.notify_all()
-
-    def idle(self) -> bool:
-        with self._lock:
-            return self._busy == 0 and not any(s.items for s in self._shards)
 
     def wait_idle(self, timeout: float) -> bool:
         """Block until every submitted effect has been written (or ``timeout``)."""
@@ -154,11 +150,11 @@ class Executor:
     def counts(self) -> dict[str, int]:
         """A copy of the write counters (safe from any thread)."""
         with self._lock:
-            return dict(self.stats)
+            return dict(self._stats)
 
     def _count(self, what: str) -> None:
         with self._lock:
-            self.stats[what] += 1
+            self._stats[what] += 1
 
     def _perform_with_retries(self, effect: Effect) -> None:
         kind = type(effect).__name__

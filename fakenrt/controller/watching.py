@@ -21,7 +21,7 @@ import threading
 from typing import Any
 
 from exporter.kubeclient import KubeClient, path
-from exporter.kubeerrors import ApiError, Gone, Transient
+from exporter.kubeerrors import ApiError, Gone
 
 log = logging.getLogger(__name__)
 
@@ -57,9 +57,6 @@ class PodWatcher:
     def start(self) -> None:
         self._thread.start()
 
-    def join(self, timeout: float) -> None:
-        self._thread.join(timeout)
-
     def close(self, timeout: float = 5.0) -> None:
         """Stop watching: end the open stream and wait for the thread."""
         self.stop.set()
@@ -86,7 +83,7 @@ class PodWatcher:
             except Gone:
                 log.info("pod watch expired; listing again")
                 self._version = ""
-            except (Transient, ApiError) as exc:
+            except ApiError as exc:  # Transient included: retry with backoff
                 if self.stop.is_set():
                     return
                 log.warning("pod watch failed, retrying: %s", exc)
