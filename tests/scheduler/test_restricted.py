@@ -325,25 +325,3 @@ def test_parse_args_errors(raw: Any, fragment: str) -> None:
     with pytest.raises(ArgsError, match=r"^args\.yaml: ") as err:
         parse_args(raw, source="args.yaml")
     assert fragment in str(err.value)
-
-
-# Four zones; 0 and 2 are the closest pair, 0 and 1 the lowest ids.
-CLOSEST_PAIR = [[10, 30, 12, 30], [30, 10, 30, 30], [12, 30, 10, 30], [30, 30, 30, 10]]
-
-
-@pytest.mark.parametrize(
-    ("raw_args", "placed"),
-    [
-        pytest.param({}, (0, 1), id="default-lowest-ids"),
-        pytest.param({"preferClosestNUMANodes": True}, (0, 2), id="prefer-closest"),
-    ],
-)
-def test_prefer_closest_numa_nodes_ranks_equally_narrow_masks_by_distance(
-    raw_args: Mapping[str, Any], placed: tuple[int, ...]
-) -> None:
-    topo = topology([{"capacity": {"cpu": 4}}] * 4, distances=CLOSEST_PAIR)
-    pod = one({"cpu": 6, "memory": "1Gi"})
-    result = NumaPlugin(parse_args(raw_args)).filter(pod, topo, ledger(topo))
-    assert result.fit
-    assert result.placement.zones == placed
-    assert result.placement.total("cpu") == 6
