@@ -83,6 +83,7 @@ class Exporter:
             health=self.health,
             clock=clock,
             wall_clock=wall_clock,
+            rng=rng,
         )
         self.http = HttpServer(options.metrics_bind_address, self.registry, self.health)
         self._threads: list[threading.Thread] = []

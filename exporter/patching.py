@@ -7,7 +7,8 @@ new pod that reuses the name: the API server refuses to change a uid) and
 
 Outcomes: 404 -> the pod is gone, skip; 409 -> re-read the pod and decide again;
 429/5xx/timeouts -> back off with jitter and retry a few times; other refusals
-(RBAC, admission policy, invalid) -> give up on this pod for this pass.
+(RBAC, admission policy, invalid) -> give up on this pod (the reconciler backs off
+before sending the same values again).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ pod the API does not show as admitted by the kubelet, or for a terminal or delet
 from __future__ import annotations
 
 import logging
+import random
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -29,6 +30,12 @@ log = logging.getLogger(__name__)
 ALLOCATABLE_REFRESH_S = 60.0
 SYSFS_REFRESH_S = 60.0
 COALESCE_S = 0.05
+#: A patch the API server refused (RBAC, admission policy, validation) is not asked
+#: again for the same pod and values before this wait, doubled per refusal up to the max
+#: and jittered (x0.5 to x1): retrying every pass would cost one request per pod per
+#: second on every node of a misconfigured install.
+REFUSED_BACKOFF_S = 10.0
+REFUSED_MAX_BACKOFF_S = 300.0
 #: ``status.startTime`` has one-second resolution.
 START_TIME_RESOLUTION_S = 1.0
 
@@ -61,6 +68,14 @@ class _Memo:
     desired: Mapping[str, str | None]
 
 
+@dataclass(frozen=True)
+class _Refusal:
+    uid: str
+    changes: Mapping[str, str | None]
+    delay_s: float
+    not_before: float
+
+
 class Reconciler:
     def __init__(
         self,
@@ -73,6 +88,7 @@ class Reconciler:
         health: Health,
         clock: Callable[[], float],
         wall_clock: Callable[[], float],
+        rng: random.Random | None = None,
     ) -> None:
         self._podresources = podresources
         self._cache = cache
@@ -90,6 +106,8 @@ class Reconciler:
         self._allocatable_generation = -1
         self._memo: dict[str, _Memo] = {}
         self._logged_unknown: frozenset[int] = frozenset()
+        self._rng = rng or random.Random()
+        self._refused: dict[str, _Refusal] = {}
 
     # -- inputs -----------------------------------------------------------------------
     def _refresh_allocatable(self) -> None:
@@ -187,12 +205,15 @@ class Reconciler:
             changes = changes_for(pod, memo.desired)
             # once a patch found the API server unreachable, the rest wait for the next
             # pass: a hung server must not hold one pass for (pods x timeouts)
-            if changes and report.api_ok:
+            if changes and report.api_ok and not self._backing_off(pod, changes):
                 result, reached = self._write(pod, changes)
+                self._note_refusal(pod, changes, refused=result == PatchResult.REJECTED)
                 report.patches[result] = report.patches.get(result, 0) + 1
                 report.api_ok = reached
         for key in [k for k in self._memo if k not in seen]:
             del self._memo[key]
+        for key in [k for k in self._refused if k not in seen]:
+            del self._refused[key]
 
         frozen_unknown = frozenset(unknown)
         report.unknown_cpus = frozen_unknown
@@ -207,6 +228,27 @@ class Reconciler:
         self._maybe_reload_cpu_map(frozen_unknown)
         self._metrics.reconciles.labels("ok").inc()
         self._metrics.last_success.set(self._wall_clock())
+
+    def _backing_off(self, pod: PodView, changes: Mapping[str, str | None]) -> bool:
+        refusal = self._refused.get(pod.key)
+        return (
+            refusal is not None
+            and refusal.uid == pod.uid
+            and refusal.changes == changes
+            and self._clock() < refusal.not_before
+        )
+
+    def _note_refusal(
+        self, pod: PodView, changes: Mapping[str, str | None], *, refused: bool
+    ) -> None:
+        previous = self._refused.pop(pod.key, None)
+        if not refused:
+            return
+        delay = REFUSED_BACKOFF_S
+        if previous is not None and (previous.uid, previous.changes) == (pod.uid, changes):
+            delay = min(REFUSED_MAX_BACKOFF_S, 2 * previous.delay_s)
+        wait = delay * (0.5 + 0.5 * self._rng.random())
+        self._refused[pod.key] = _Refusal(pod.uid, dict(changes), delay, self._clock() + wait)
 
     def _write(self, pod: PodView, changes: Mapping[str, str | None]) -> tuple[str, bool]:
         first_write = pod.placement_annotation is None and pod.memory_groups_annotation is None

@@ -396,3 +396,50 @@ def test_unreachable_api_stops_the_pass_after_one_failed_patch(
     assert (result.patches, result.api_ok, len(delays)) == ({"failed": 1}, False, 3)
     # the API is back: the next pass writes every pod
     assert h.run().patches == {"applied": 3}
+
+
+def test_a_refused_patch_backs_off_per_pod(
+    harness: Harness, control_plane: ControlPlane, api_client: client.ApiClient, sysfs_root: Path
+) -> None:
+    # RBAC or the admission policy refusing every patch (a misconfigured install) must
+    # not turn each node's exporter into one API request per pod per second
+    h = harness
+    for template in (s.CPU_ONLY, s.GPU_AND_CPU, s.SHARED_POOL):
+        create_pod(h.api, h.namespace, template.name, node=h.node)
+    h.fake.set_pods([h.report(s.CPU_ONLY), h.report(s.GPU_AND_CPU), h.report(s.SHARED_POOL)])
+    h.sync()
+    token = (
+        client.CoreV1Api(api_client)
+        .create_namespaced_service_account_token(
+            "default", h.namespace, client.AuthenticationV1TokenRequest(spec={"audiences": []})
+        )
+        .status.token
+    )
+    now = [1000.0]
+    registry = CollectorRegistry()
+    reconciler = Reconciler(
+        podresources=PodResourcesClient(h.fake.socket_path),
+        cache=h.cache,
+        patcher=Patcher(
+            PodApi(exporter_kube(control_plane, token)), sleep=lambda _: None, rng=random.Random(1)
+        ),
+        load_cpu_map=lambda: read_cpu_numa_map(sysfs_root),
+        metrics=ExporterMetrics(registry),
+        health=h.health,
+        clock=lambda: now[0],
+        wall_clock=time.time,
+        rng=random.Random(2),
+    )
+    assert reconciler.run_once().patches == {"rejected": 3}
+    assert reconciler.run_once().patches == {}  # backing off, not asking again
+    now[0] += 10.01  # the first wait is at most 10 s
+    assert reconciler.run_once().patches == {"rejected": 3}
+    now[0] += 9.99  # then at least 10 s (20 s with jitter down to half)
+    assert reconciler.run_once().patches == {}
+    now[0] += 10.02
+    assert reconciler.run_once().patches == {"rejected": 3}
+    assert (
+        registry.get_sample_value("numa_exporter_annotation_patches_total", {"result": "rejected"})
+        == 9
+    )
+    assert annotations_of(h.api, h.namespace, "cpu-only") == {}
