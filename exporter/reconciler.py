@@ -5,6 +5,8 @@ The pass reads the kubelet's view, derives each pod's two annotation values (pur
 also repairs out-of-band edits and removals. No write happens in a pass whose List
 failed, for a pod the kubelet lists twice under one name (an old and a new pod), for a
 pod the API does not show as admitted by the kubelet, or for a terminal or deleting pod.
+After a patch fails its retries the pass writes nothing more; a refused patch is not
+sent again to that pod before a backoff.
 """
 
 from __future__ import annotations
@@ -193,6 +195,7 @@ class Reconciler:
         unknown: set[int] = set()
         aligned = 0
         seen: set[str] = set()
+        writing = True
         for pod_report in reports:
             key = pod_report.key
             seen.add(key)
@@ -203,13 +206,15 @@ class Reconciler:
             unknown |= memo.placement.unknown_cpus
             aligned += memo.placement.holds_aligned_resources
             changes = changes_for(pod, memo.desired)
-            # once a patch found the API server unreachable, the rest wait for the next
-            # pass: a hung server must not hold one pass for (pods x timeouts)
-            if changes and report.api_ok and not self._backing_off(pod, changes):
+            if changes and writing and not self._backing_off(pod, changes):
                 result, reached = self._write(pod, changes)
                 self._note_refusal(pod, changes, refused=result == PatchResult.REJECTED)
                 report.patches[result] = report.patches.get(result, 0) + 1
-                report.api_ok = reached
+                report.api_ok = report.api_ok and reached
+                # once a patch failed after its retries (unreachable, timeouts, 429/5xx),
+                # the rest wait for the next pass: a hung or overloaded server must not
+                # hold one pass for (pods x retries) nor take more requests from it
+                writing = result != PatchResult.FAILED
         for key in [k for k in self._memo if k not in seen]:
             del self._memo[key]
         for key in [k for k in self._refused if k not in seen]:

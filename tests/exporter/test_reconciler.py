@@ -41,6 +41,7 @@ from tests.exporter.kube_helpers import (
     merge_patch,
     read_pod,
     set_phase,
+    wait_until,
 )
 
 pytestmark = pytest.mark.controlplane
@@ -442,4 +443,73 @@ def test_a_refused_patch_backs_off_per_pod(
         registry.get_sample_value("numa_exporter_annotation_patches_total", {"result": "rejected"})
         == 9
     )
+    assert annotations_of(h.api, h.namespace, "cpu-only") == {}
+
+
+def test_a_failing_api_server_gets_no_more_patches_this_pass(
+    harness: Harness, control_plane: ControlPlane, sysfs_root: Path
+) -> None:
+    # The API server answers, but every patch fails with a 5xx (here: a webhook it cannot
+    # call; an overloaded server's 429 is the same class). After one pod's retries the
+    # pass stops writing: the rest would cost (pods x retries x backoff), past the
+    # liveness bound, against a server that is already struggling.
+    h = harness
+    for template in (s.CPU_ONLY, s.GPU_AND_CPU, s.SHARED_POOL):
+        create_pod(h.api, h.namespace, template.name, node=h.node)
+    h.fake.set_pods([h.report(s.CPU_ONLY), h.report(s.GPU_AND_CPU), h.report(s.SHARED_POOL)])
+    h.sync()
+    admission = client.AdmissionregistrationV1Api(h.api)
+    webhook = admission.create_validating_webhook_configuration(
+        {
+            "metadata": {"name": f"unreachable-{h.namespace}"},
+            "webhooks": [
+                {
+                    "name": "unreachable.numa-testkit.io",
+                    "clientConfig": {"url": "https://127.0.0.1:1/validate"},
+                    "rules": [
+                        {
+                            "apiGroups": [""],
+                            "apiVersions": ["v1"],
+                            "operations": ["UPDATE"],
+                            "resources": ["pods"],
+                        }
+                    ],
+                    "namespaceSelector": {
+                        "matchLabels": {"kubernetes.io/metadata.name": h.namespace}
+                    },
+                    "failurePolicy": "Fail",
+                    "sideEffects": "None",
+                    "admissionReviewVersions": ["v1"],
+                    "timeoutSeconds": 1,
+                }
+            ],
+        }
+    )
+    delays: list[float] = []
+    reconciler = Reconciler(
+        podresources=PodResourcesClient(h.fake.socket_path),
+        cache=h.cache,
+        patcher=Patcher(h.pod_api, sleep=delays.append, rng=random.Random(1)),
+        load_cpu_map=lambda: read_cpu_numa_map(sysfs_root),
+        metrics=ExporterMetrics(CollectorRegistry()),
+        health=h.health,
+        clock=time.monotonic,
+        wall_clock=time.time,
+    )
+
+    def webhook_active() -> bool:
+        try:
+            merge_patch(h.api, h.namespace, "probe", {"metadata": {"labels": {"x": "y"}}})
+        except client.ApiException as exc:
+            return exc.status == 500
+        return False
+
+    create_pod(h.api, h.namespace, "probe", node="elsewhere")
+    try:
+        # the configuration takes a moment to reach the API server's admission chain
+        wait_until(webhook_active, what="the webhook to be called")
+        result = reconciler.run_once()
+    finally:
+        admission.delete_validating_webhook_configuration(webhook.metadata.name)
+    assert (result.patches, result.api_ok, len(delays)) == ({"failed": 1}, True, 3)
     assert annotations_of(h.api, h.namespace, "cpu-only") == {}
