@@ -501,7 +501,7 @@ def test_a_failing_api_server_gets_no_more_patches_this_pass(
         try:
             merge_patch(h.api, h.namespace, "probe", {"metadata": {"labels": {"x": "y"}}})
         except client.ApiException as exc:
-            return exc.status == 500
+            return bool(exc.status == 500)
         return False
 
     create_pod(h.api, h.namespace, "probe", node="elsewhere")
