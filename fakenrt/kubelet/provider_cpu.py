@@ -24,7 +24,7 @@ from fakenrt.kubelet.hints import ProviderHints, TopologyHint
 from fakenrt.kubelet.provider import AllocationError
 from fakenrt.kubelet.quantities import is_integral, value
 from fakenrt.kubelet.topology import CpuTopology
-from fakenrt.podspec import ContainerSpec, PodSpec, QOSClass, qos_class
+from fakenrt.podspec import ContainerSpec, PodSpec, QOSClass, pod_level, qos_class
 
 RESOURCE = "cpu"
 
@@ -43,18 +43,11 @@ def pod_guaranteed_cpus(pod: PodSpec, qos: QOSClass | None = None) -> int:
     """``podGuaranteedCPUs``: the larger of the busiest init step (sidecars started so far
     plus one regular init container) and all app containers plus all sidecars."""
     qos = qos or qos_class(pod)
-    by_init = 0
-    by_sidecars = 0
-    for c in pod.init_containers:
-        if RESOURCE not in c.requests:
-            continue
-        n = guaranteed_cpus(pod, c, qos)
-        if c.restartable:
-            by_sidecars += n
-        elif by_sidecars + n > by_init:
-            by_init = by_sidecars + n
-    by_apps = sum(guaranteed_cpus(pod, c, qos) for c in pod.containers if RESOURCE in c.requests)
-    return max(by_init, by_apps + by_sidecars)
+    totals = pod_level(
+        ((c.restartable, {RESOURCE: guaranteed_cpus(pod, c, qos)}) for c in pod.init_containers),
+        ({RESOURCE: guaranteed_cpus(pod, c, qos)} for c in pod.containers),
+    )
+    return totals.get(RESOURCE, 0)
 
 
 def generate_hints(

@@ -21,14 +21,14 @@ node with fewer free devices first, then by id), devices in profile order.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from decimal import Decimal
 
 from fakenrt.kubelet.bitmask import BitMask, iterate_masks
 from fakenrt.kubelet.hints import ProviderHints, TopologyHint
 from fakenrt.kubelet.provider import AllocationError
 from fakenrt.kubelet.quantities import value
-from fakenrt.podspec import ContainerSpec, PodSpec, effective_requests
+from fakenrt.podspec import ContainerSpec, PodSpec, pod_level
 from fakenrt.profiles.model import NodeProfile
 
 
@@ -88,17 +88,12 @@ def container_device_requests(
 def pod_device_requests(pod: PodSpec, inventory: DeviceInventory) -> dict[str, int]:
     """``getPodDeviceRequest``: the pod's effective *limits* (``PodLimits``)."""
 
-    def limits_only(c: ContainerSpec) -> ContainerSpec:
-        return replace(c, requests=c.limits)
-
-    as_limits = replace(
-        pod,
-        init_containers=tuple(limits_only(c) for c in pod.init_containers),
-        containers=tuple(limits_only(c) for c in pod.containers),
+    totals = pod_level(
+        ((c.restartable, c.limits) for c in pod.init_containers),
+        (c.limits for c in pod.containers),
     )
-    totals = effective_requests(as_limits)
     # PodLimits keeps a resource whose limits add up to zero (addResourceList inserts the
-    # key); effective_requests drops it. Limits are never negative, so a device resource
+    # key); pod_level drops it. Limits are never negative, so a device resource
     # some container limits but missing from the totals is exactly a zero total.
     for c in (*pod.init_containers, *pod.containers):
         for name in c.limits:

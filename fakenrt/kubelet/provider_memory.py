@@ -30,7 +30,7 @@ from decimal import Decimal
 from fakenrt.kubelet.bitmask import BitMask, iterate_masks
 from fakenrt.kubelet.hints import ProviderHints, TopologyHint
 from fakenrt.kubelet.provider import AllocationError
-from fakenrt.podspec import ContainerSpec, PodSpec, QOSClass, qos_class
+from fakenrt.podspec import ContainerSpec, PodSpec, QOSClass, pod_level, qos_class
 from fakenrt.profiles.model import NodeProfile
 
 MEMORY = "memory"
@@ -175,23 +175,12 @@ def pod_memory_requests(pod: PodSpec) -> dict[str, int]:
     """``getPodRequestedResources``: per type, the larger of the busiest init step and
     the long-running containers. Only types some app container requests are kept, as
     upstream iterates the app containers' types."""
-    by_init: dict[str, int] = {}
-    by_sidecars: dict[str, int] = {}
-    for c in pod.init_containers:
-        for name, amount in container_memory_requests(c).items():
-            by_init.setdefault(name, 0)
-            if c.restartable:
-                by_sidecars[name] = by_sidecars.get(name, 0) + amount
-            elif by_sidecars.get(name, 0) + amount > by_init[name]:
-                by_init[name] = by_sidecars.get(name, 0) + amount
-    by_apps: dict[str, int] = {}
-    for c in pod.containers:
-        for name, amount in container_memory_requests(c).items():
-            by_apps[name] = by_apps.get(name, 0) + amount
-    return {
-        name: max(total + by_sidecars.get(name, 0), by_init.get(name, 0))
-        for name, total in sorted(by_apps.items(), key=lambda kv: memory_type_order(kv[0]))
-    }
+    apps = [container_memory_requests(c) for c in pod.containers]
+    totals = pod_level(
+        ((c.restartable, container_memory_requests(c)) for c in pod.init_containers), apps
+    )
+    app_types = {name for requests in apps for name in requests}
+    return {name: totals.get(name, 0) for name in sorted(app_types, key=memory_type_order)}
 
 
 def find_best_hint(hints: tuple[TopologyHint, ...]) -> TopologyHint | None:
