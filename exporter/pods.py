@@ -37,7 +37,8 @@ class PodView:
     deleting: bool = False
     qos_class: str = ""
     #: Containers (and native sidecars) that request memory or hugepages: the ones the
-    #: Memory Manager's static policy gives blocks to when the pod is Guaranteed.
+    #: Memory Manager's static policy gives blocks to when the pod is Guaranteed (none
+    #: when the pod sets pod-level resources: the policy skips such a pod).
     memory_containers: frozenset[str] = frozenset()
     placement_annotation: str | None = None
     memory_groups_annotation: str | None = None
@@ -113,6 +114,18 @@ def _requests_memory(container: Mapping[str, Any], where: str) -> bool:
     return False
 
 
+def _pod_level_resources_set(spec: Mapping[str, Any]) -> bool:
+    """``spec.resources`` requests or limits CPU, memory or hugepages (the PodLevelResources
+    feature). The static Memory Manager gives such a pod no blocks (upstream
+    ``pkg/kubelet/cm/memorymanager/policy_static.go``, ``Allocate``)."""
+    resources = spec.get("resources") or {}
+    return any(
+        name in ("cpu", "memory") or name.startswith("hugepages-")
+        for kind in ("requests", "limits")
+        for name in resources.get(kind) or {}
+    )
+
+
 def pod_view(obj: Mapping[str, Any]) -> PodView:
     """Read a Pod object (the API's JSON as a dict). Raises PodObjectError naming the pod."""
     meta = obj.get("metadata") or {}
@@ -136,6 +149,8 @@ def pod_view(obj: Mapping[str, Any]) -> PodView:
         for c in containers
         if _requests_memory(c, f"{where}.{kind}({c.get('name')})")
     )
+    if _pod_level_resources_set(spec):
+        memory_containers = frozenset()
     # The API server sets status.qosClass when it creates the pod; without it the pod is
     # not treated as Guaranteed (its memory groups are then judged from its blocks alone).
     qos = status.get("qosClass")

@@ -82,6 +82,32 @@ def test_qos_and_memory_containers(
     assert view.memory_containers == memory_containers
 
 
+@pytest.mark.parametrize(
+    "pod_resources,memory_containers",
+    [
+        pytest.param({"limits": {"cpu": "4", "memory": "4Gi"}}, set(), id="pod-level-limits"),
+        pytest.param({"requests": {"memory": "4Gi"}}, set(), id="pod-level-memory-request"),
+        pytest.param({"limits": {"hugepages-1Gi": "2Gi"}}, set(), id="pod-level-hugepages"),
+        pytest.param({}, {"a"}, id="empty-pod-level-resources"),
+        pytest.param({"limits": {"example.com/foo": "1"}}, {"a"}, id="unsupported-at-pod-level"),
+    ],
+)
+def test_pod_level_resources_get_no_memory_blocks(
+    pod_resources: dict[str, Any], memory_containers: set[str]
+) -> None:
+    # The static Memory Manager skips a pod with pod-level resources (upstream
+    # pkg/kubelet/cm/memorymanager/policy_static.go, Allocate: IsPodLevelResourcesSet),
+    # so its containers never report blocks: expecting them would leave "null" forever.
+    obj = _pod(
+        [_c("a", **GUARANTEED)],
+        spec={"resources": pod_resources},
+        status={"qosClass": "Guaranteed"},
+    )
+    view = pod_view(obj)
+    assert view.memory_containers == memory_containers
+    assert view.expected_memory_containers(memory_manager_static=True) == memory_containers
+
+
 def test_expected_memory_containers_only_for_guaranteed_with_static_policy() -> None:
     view = pod_view(_pod([_c("a", **GUARANTEED)], status={"qosClass": "Guaranteed"}))
     assert view.expected_memory_containers(memory_manager_static=True) == {"a"}
