@@ -203,20 +203,17 @@ class _Walk:
 def walk_units(ledger: ZoneLedger, units: tuple[AlignmentUnit, ...], choose: Chooser) -> Evaluation:
     """Run every admission step; the first rejected step rejects the pod."""
     walk = _Walk(ledger)
-    masks: list[int | None] = []
     for unit in units:
         if unit.empty:
-            masks.append(None)
             continue
         choice = choose(unit, walk.hints(unit))
         if choice.reason is not None:
-            return Evaluation(fit=False, reason=choice.reason, masks=tuple(masks))
-        masks.append(choice.mask)
+            return Evaluation(fit=False, reason=choice.reason)
         problem = walk.allocate(unit, choice.mask)
         if problem is not None:
-            return Evaluation(fit=False, reason=problem, masks=tuple(masks))
+            return Evaluation(fit=False, reason=problem)
     placement = Placement(
         amounts={z: dict(a) for z, a in sorted(walk.amounts.items())},
         memory_blocks=tuple(walk.blocks),
     )
-    return Evaluation(fit=True, placement=placement, masks=tuple(masks))
+    return Evaluation(fit=True, placement=placement)

@@ -34,7 +34,7 @@ KNOWN_KEYS = ("ignoreList", "reconstructAvailable", "scoringStrategy", "preferCl
 
 
 def parse_args(raw: Any, *, source: str = "args") -> PluginArgs:
-    """Parse a mapping ``{ignoreList, reconstructAvailable, scoringStrategy}``; None or an
+    """Parse a mapping with the keys of :data:`KNOWN_KEYS` (all optional); None or an
     empty document gives the defaults."""
     if raw is None:
         return PluginArgs()

@@ -19,13 +19,11 @@ from fakenrt.scheduler.requests import AlignmentUnit
 @dataclass(frozen=True)
 class Evaluation:
     """``fit``: the kubelet would admit. ``reason``: why not (None when it fits).
-    ``placement``: what the reservation charges. ``masks``: the NUMA mask chosen per
-    admission step (None = no NUMA preference)."""
+    ``placement``: what the reservation charges."""
 
     fit: bool
     reason: str | None = None
     placement: Placement = EMPTY_PLACEMENT
-    masks: tuple[int | None, ...] = ()
 
 
 class Evaluator(Protocol):

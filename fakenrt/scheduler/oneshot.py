@@ -4,7 +4,7 @@ Pure (the command reads the files)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from exporter.annotations import zone_name
@@ -24,7 +24,6 @@ class NodeEvaluation:
     scores: Scores
     #: placement-less pods on the node (reconstruction does not guess them)
     unplaced: tuple[str, ...] = ()
-    amounts: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -66,5 +65,4 @@ def evaluate_on_node(
         zones=tuple(zone_name(z) for z in result.placement.zones),
         scores=scores,
         unplaced=unplaced,
-        amounts=result.placement.amounts,
     )

@@ -115,8 +115,9 @@ def alignment_units(
     pod: PodSpec, *, reported: frozenset[str], ignore: frozenset[str], pod_scope: bool
 ) -> tuple[AlignmentUnit, ...]:
     """The admission steps for ``pod`` given the resources some zone reports and the
-    ``ignoreList``. Units asking for nothing are kept in container scope (they still take
-    part in init-container reuse ordering)."""
+    ``ignoreList``. Container scope keeps one unit per container in the kubelet's order,
+    including units asking for nothing (they align and reuse nothing; the walk skips
+    them)."""
     relevant = relevant_resources(reported, ignore)
     guaranteed = qos_class(pod) == QOSClass.GUARANTEED
     cpu_relevant = "cpu" in relevant
