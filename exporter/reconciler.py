@@ -110,6 +110,7 @@ class Reconciler:
         self._logged_unknown: frozenset[int] = frozenset()
         self._rng = rng or random.Random()
         self._refused: dict[str, _Refusal] = {}
+        self._podresources_failing = False
 
     # -- inputs -----------------------------------------------------------------------
     def _refresh_allocatable(self) -> None:
@@ -172,10 +173,19 @@ class Reconciler:
             reports = self._podresources.list()
             self._refresh_allocatable()
         except PodResourcesError as exc:
-            log.warning("podresources unavailable; no writes this pass", extra={"error": str(exc)})
+            # once per outage, not once per pass (the metrics count every failed call)
+            level = logging.DEBUG if self._podresources_failing else logging.WARNING
+            log.log(
+                level, "podresources unavailable; no writes until it answers",
+                extra={"error": str(exc)},
+            )  # fmt: skip
+            self._podresources_failing = True
             self._metrics.reconciles.labels("podresources_error").inc()
             report.api_ok = self._cache.synced.is_set()
             return
+        if self._podresources_failing:
+            log.info("podresources reachable again")
+            self._podresources_failing = False
         report.podresources_ok = True
         report.pods_reported = len(reports)
         self._metrics.pods_observed.set(len(reports))

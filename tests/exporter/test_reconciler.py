@@ -6,6 +6,7 @@ what the exporter believes; the watch loop is exercised in test_daemon.py.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 import uuid
@@ -358,6 +359,26 @@ def test_podresources_failure_writes_nothing(harness: Harness) -> None:
     )
     assert h.metric("numa_exporter_podresources_up") == 0
     assert h.metric("numa_exporter_reconciles_total", result="podresources_error") == 3
+
+
+def test_a_kubelet_outage_is_logged_when_it_starts_and_ends(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    # one line per pass (every second) for the length of an outage floods the node's logs
+    h = harness
+    h.sync()
+    h.fake.stop()
+    with caplog.at_level(logging.INFO, logger="exporter.reconciler"):
+        for _ in range(5):
+            h.run()
+        h.fake.start()
+        h.run()
+        h.run()
+    messages = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert messages == [
+        ("WARNING", "podresources unavailable; no writes until it answers"),
+        ("INFO", "podresources reachable again"),
+    ]
 
 
 def test_a_pod_unknown_to_the_api_is_skipped(harness: Harness) -> None:
