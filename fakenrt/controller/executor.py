@@ -108,12 +108,18 @@ class Executor:
                     shard.items.append(effect)
             self._lock.notify_all()
 
+    def _idle_locked(self) -> bool:
+        return self._busy == 0 and not any(s.items for s in self._shards)
+
+    def idle(self) -> bool:
+        """Whether every submitted effect has been written (a non-blocking poll)."""
+        with self._lock:
+            return self._idle_locked()
+
     def wait_idle(self, timeout: float) -> bool:
         """Block until every submitted effect has been written (or ``timeout``)."""
         with self._lock:
-            return self._lock.wait_for(
-                lambda: self._busy == 0 and not any(s.items for s in self._shards), timeout
-            )
+            return self._lock.wait_for(self._idle_locked, timeout)
 
     def stop(self, timeout: float = 10.0) -> None:
         self._stopping.set()
