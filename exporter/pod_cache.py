@@ -141,12 +141,14 @@ class PodCache:
     def run(self, stop: threading.Event) -> None:
         """List and watch until ``stop`` is set."""
         backoff = INITIAL_BACKOFF_S
+        failing = False  # log an outage once, not once per retry
         while not stop.is_set():
             try:
                 version, items = self._source.list_node_pods(self.node_name)
                 self.replace(items)
                 self._set_connected(True)
                 backoff = INITIAL_BACKOFF_S
+                failing = False
                 while not stop.is_set():
                     for kind, obj in self._source.watch_node_pods(self.node_name, version):
                         if stop.is_set():
@@ -162,11 +164,13 @@ class PodCache:
                 log.info("watch expired, listing again")
                 continue
             except ApiError as exc:
-                log.warning("pod list/watch failed", extra={"error": str(exc)})
+                level = logging.DEBUG if failing else logging.WARNING
+                log.log(level, "pod list/watch failed", extra={"error": str(exc)})
             except Exception:  # a bug must not end the thread and leave a frozen cache
                 log.exception("pod list/watch failed unexpectedly")
             else:
                 return  # the watch loop ends only when stop is set
+            failing = True
             self._set_connected(False)
             stop.wait(backoff * (0.5 + self._rng.random()))
             backoff = min(MAX_BACKOFF_S, backoff * 2)

@@ -4,10 +4,13 @@ same loop against the real API server runs in test_daemon.py."""
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 from collections.abc import Iterator
 from typing import Any
+
+import pytest
 
 from exporter.kubeerrors import Gone, Transient
 from exporter.pod_cache import PodCache
@@ -120,3 +123,14 @@ def test_an_unexpected_error_does_not_end_the_loop() -> None:
     assert source.calls == ["list", "watch@10", "list"]
     assert list(cache.snapshot()) == ["ns/c"]
     assert connection == [True, False, True]
+
+
+def test_an_api_outage_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    stop = threading.Event()
+    failure = Transient(0, "connection refused")
+    source = ScriptedSource(stop, [failure, failure, failure, ("20", [_pod("c", "19")])])
+    cache = PodCache(source, "node", rng=random.Random(0))
+    with caplog.at_level(logging.DEBUG, logger="exporter.pod_cache"):
+        cache.run(stop)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings == ["pod list/watch failed"]
