@@ -229,6 +229,11 @@ def test_admission_policy_with_a_node_bound_token(
          "may only change the annotations"),
         ("a label", "mine", {"metadata": {"labels": {"x": "y"}}}, 403, "spec, labels"),
         ("the spec", "mine", {"spec": {"activeDeadlineSeconds": 5}}, 403, "spec, labels"),
+        ("a finalizer", "mine", {"metadata": {"finalizers": ["x.io/hold"]}}, 403, "finalizers"),
+        ("an owner", "mine", {"metadata": {"ownerReferences": [{"apiVersion": "v1",
+         "kind": "ConfigMap", "name": "c", "uid": "0b5d3c4e-0000-4000-8000-000000000001"}]}},
+         403, "owners"),
+        ("generateName", "mine", {"metadata": {"generateName": "other-"}}, 403, "generateName"),
     ]  # fmt: skip
     for what, pod, body, expected, message in cases:
         code, text = _status(_patch(sa, namespace, pod, body))
