@@ -26,7 +26,7 @@ import urllib3
 
 from exporter import __version__
 from exporter.kubeconfig import ClusterConfig
-from exporter.kubeerrors import Transient, error_for_status
+from exporter.kubeerrors import ApiError, Transient, error_for_status
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -277,11 +277,20 @@ class KubeClient:
                 if not isinstance(event, dict):
                     raise Transient(0, f"{what}: garbled event")
                 if event.get("type") == "ERROR":
-                    obj = event.get("object") or {}
-                    code = int(obj.get("code") or 500)
-                    raise error_for_status(code, what, json.dumps(obj).encode())
+                    raise watch_error(event, what)
                 yield event
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise Transient(0, f"{what}: {type(exc).__name__}: {exc}") from exc
         finally:
             response.release_conn()
+
+
+def watch_error(event: Mapping[str, Any], what: str) -> ApiError:
+    """The exception for a watch ``ERROR`` event: the class of its Status ``code`` (410 ->
+    Gone); a Status without a usable code counts as a server error (Transient). Pure."""
+    obj = event.get("object")
+    status = obj if isinstance(obj, dict) else {}
+    code = status.get("code")
+    if isinstance(code, bool) or not isinstance(code, int) or not 100 <= code <= 599:
+        code = 500
+    return error_for_status(code, what, json.dumps(status).encode())

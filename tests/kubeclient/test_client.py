@@ -17,6 +17,7 @@ from exporter.kubeclient import (
     STRATEGIC_MERGE_PATCH,
     KubeClient,
     path,
+    watch_error,
 )
 from exporter.kubeconfig import ClusterConfig
 from exporter.kubeerrors import (
@@ -229,3 +230,23 @@ def test_watch_without_a_version_starts_with_the_current_state(
     events = kube.watch(_configmaps(namespace), timeout_s=5, fieldSelector="metadata.name=now")
     first = next(events)
     assert (first["type"], first["object"]["metadata"]["name"]) == ("ADDED", "now")
+
+
+@pytest.mark.parametrize(
+    ("event", "expected"),
+    [
+        pytest.param({"object": {"kind": "Status", "code": 410}}, Gone, id="gone"),
+        pytest.param({"object": {"kind": "Status", "code": 403}}, Forbidden, id="forbidden"),
+        pytest.param({"object": {"kind": "Status", "code": "410"}}, Transient, id="code-not-int"),
+        pytest.param({"object": {"kind": "Status"}}, Transient, id="no-code"),
+        pytest.param({"object": {"code": 42}}, Transient, id="code-out-of-range"),
+        pytest.param({"object": "garbled"}, Transient, id="object-not-a-status"),
+        pytest.param({}, Transient, id="no-object"),
+    ],
+)
+def test_watch_error_events_map_by_their_status_code(
+    event: dict[str, Any], expected: type[ApiError]
+) -> None:
+    error = watch_error({"type": "ERROR", **event}, "watch pods")
+    assert type(error) is expected
+    assert str(error).startswith("watch pods: HTTP ")
