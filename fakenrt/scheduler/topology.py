@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import combinations
 
-from fakenrt.scheduler.masks import all_masks, bits
+from fakenrt.scheduler.masks import mask_of
 
 POLICY_NONE = "none"
 POLICY_BEST_EFFORT = "best-effort"
@@ -92,13 +93,14 @@ class NumaTopology:
     def combinations(self) -> dict[int, tuple[tuple[tuple[int, ...], int, int], ...]]:
         """Width -> every combination of that many zones (lowest ids first) as
         ``(zone ids, mask, sum of distances over its ordered pairs)``."""
-        rows: dict[int, list[tuple[tuple[int, ...], int, int]]] = {}
         d = self.distances
-        for mask in all_masks(self.zone_ids):
-            combo = bits(mask)
-            total = sum(d[(a, b)] for a in combo for b in combo)
-            rows.setdefault(len(combo), []).append((combo, mask, total))
-        return {width: tuple(r) for width, r in rows.items()}
+        return {
+            width: tuple(
+                (combo, mask_of(combo), sum(d[(a, b)] for a in combo for b in combo))
+                for combo in combinations(self.zone_ids, width)
+            )
+            for width in range(1, len(self.zones) + 1)
+        }
 
     @cached_property
     def mask_distances(self) -> dict[int, int]:
