@@ -25,6 +25,8 @@ from typing import Any, TypeVar
 from exporter.quantities import QuantityError, parse_decimal
 
 QOS_RESOURCES = ("cpu", "memory")
+#: Pod phases after which a pod holds nothing on its node.
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 class PodSpecError(ValueError):

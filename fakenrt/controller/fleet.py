@@ -17,9 +17,10 @@ from typing import Any
 from fakenrt.controller.effects import Effect, RenewLease, ReportNodeStatus
 from fakenrt.controller.node import REFRESH, NodeModel, TimerKey
 from fakenrt.controller.nodeobjects import NodeIdentity, node_status
-from fakenrt.controller.pods import TERMINAL_PHASES, ObservedPod, observe_pod, recovery_order
+from fakenrt.controller.pods import ObservedPod, observe_pod, recovery_order
 from fakenrt.controller.settings import ControllerSettings
 from fakenrt.controller.timers import TimerQueue
+from fakenrt.podspec import TERMINAL_PHASES
 from fakenrt.profiles.model import NodeProfile
 
 LEASE, STATUS = "lease", "status"

@@ -25,12 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fakenrt.controller.timestamps import parse_rfc3339
-from fakenrt.podspec import PodSpec, PodSpecError, pod_from_manifest
+from fakenrt.podspec import TERMINAL_PHASES, PodSpec, PodSpecError, pod_from_manifest
 
 SEQUENCE_ANNOTATION = "fakenrt.io/admission-sequence"
 ALLOCATION_ANNOTATION = "fakenrt.io/allocation"
 RUN_DURATION_ANNOTATION = "fakenrt.io/run-duration"
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 @dataclass(frozen=True)
@@ -46,7 +45,6 @@ class ObservedPod:
     deleting: bool
     #: ``metadata.creationTimestamp`` in seconds (0 when absent).
     created: float
-    resource_version: str
     spec: PodSpec | None
     #: Why ``spec`` is None (the PodSpecError message).
     error: str | None = None
@@ -109,12 +107,11 @@ def observe_pod(manifest: Mapping[str, Any]) -> ObservedPod:
         phase=str(status.get("phase") or "Pending"),
         deleting=meta.get("deletionTimestamp") is not None,
         created=parse_rfc3339(created) if isinstance(created, str) else 0.0,
-        resource_version=str(meta.get("resourceVersion") or ""),
         spec=spec,
         error=error,
         sequence=_sequence(annotations.get(SEQUENCE_ANNOTATION)),
         allocation=_text(annotations.get(ALLOCATION_ANNOTATION)),
-        run_duration=annotations.get(RUN_DURATION_ANNOTATION),
+        run_duration=_text(annotations.get(RUN_DURATION_ANNOTATION)),
         images=images,
         started=parse_rfc3339(started) if isinstance(started, str) else None,
         pod_ip=str(status.get("podIP") or ""),

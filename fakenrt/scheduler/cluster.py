@@ -7,8 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from fakenrt.podspec import PodSpec
-from fakenrt.scheduler.reconstruction import TERMINAL_PHASES
+from fakenrt.podspec import TERMINAL_PHASES, PodSpec
 from fakenrt.scheduler.topology import NumaTopology
 
 

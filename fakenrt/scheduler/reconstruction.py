@@ -30,12 +30,10 @@ from exporter.annotations import (
     parse_memory_groups,
     parse_placement,
 )
-from fakenrt.podspec import PodSpec, PodSpecError, pod_from_manifest
+from fakenrt.podspec import TERMINAL_PHASES, PodSpec, PodSpecError, pod_from_manifest
 from fakenrt.scheduler.ledger import ZoneLedger
 from fakenrt.scheduler.placement import Placement, is_memory_type, merge_amounts
 from fakenrt.scheduler.topology import SCOPE_POD, NumaTopology
-
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 class ReconstructionError(ValueError):
