@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from fakenrt.commands.kubeaccess import kube_client
 from fakenrt.controller.durations import DurationError, parse_duration
 from fakenrt.controller.settings import DEFAULT_CONTROLLER_NAME, ControllerSettings
 
@@ -39,28 +40,6 @@ DURATION = Duration()
 #: The controller's API deadline (connect and read) and connection pool size.
 API_TIMEOUT_S = 30.0
 API_POOL_SIZE = 32
-
-
-def _kube_client(kubeconfig: Path | None) -> Any:
-    import ssl
-
-    from exporter.kubeclient import KubeClient
-    from exporter.kubeconfig import KubeconfigError, default_config, from_kubeconfig
-    from fakenrt import __version__
-
-    try:
-        config = default_config() if kubeconfig is None else from_kubeconfig(kubeconfig)
-        return KubeClient(
-            config,
-            connect_timeout_s=API_TIMEOUT_S,
-            read_timeout_s=API_TIMEOUT_S,
-            pool_size=API_POOL_SIZE,
-            user_agent=f"fakenrt-controller/{__version__}",
-        )
-    except KubeconfigError as exc:
-        raise click.ClickException(f"cannot load a Kubernetes configuration: {exc}") from exc
-    except (OSError, ssl.SSLError) as exc:
-        raise click.ClickException(f"cannot load the API server's TLS settings: {exc}") from exc
 
 
 @click.command("controller")
@@ -210,7 +189,13 @@ def controller(**options: Any) -> None:
     )
     from fakenrt.controller.registration import remove_nodes
 
-    kube = _kube_client(options["kubeconfig"])
+    kube = kube_client(
+        options["kubeconfig"],
+        component="fakenrt-controller",
+        connect_timeout_s=API_TIMEOUT_S,
+        read_timeout_s=API_TIMEOUT_S,
+        pool_size=API_POOL_SIZE,
+    )
     if options["remove_nodes"]:
         from exporter.kubeerrors import ApiError
 

@@ -12,6 +12,7 @@ import click
 import yaml
 
 from exporter.quantities import QuantityError
+from fakenrt.commands.kubeaccess import kube_client
 from fakenrt.podspec import PodSpecError
 from fakenrt.scheduler.args import ArgsError, PluginArgs, parse_args
 from fakenrt.scheduler.nrt import NRTError
@@ -193,15 +194,11 @@ def run(
     then NUMA alignment from its NRT), score, write the predicted placement and bind."""
     import logging
     import signal
-    import ssl
     import threading
     import time
 
     from prometheus_client import CollectorRegistry, start_http_server
 
-    from exporter.kubeclient import KubeClient
-    from exporter.kubeconfig import KubeconfigError, from_kubeconfig
-    from fakenrt import __version__
     from fakenrt.scheduler.kube import KubeCluster, watch_pods
     from fakenrt.scheduler.loop import Scheduler
     from fakenrt.scheduler.metrics import SchedulerMetrics
@@ -212,14 +209,7 @@ def run(
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     args = _plugin_args(args_path)
-    try:
-        kube = KubeClient(
-            from_kubeconfig(kubeconfig), user_agent=f"fakenrt-scheduler/{__version__}"
-        )
-    except KubeconfigError as exc:
-        raise click.ClickException(str(exc)) from None
-    except (OSError, ssl.SSLError) as exc:
-        raise click.ClickException(f"{kubeconfig}: cannot load the TLS settings: {exc}") from None
+    kube = kube_client(kubeconfig, component="fakenrt-scheduler")
     registry = CollectorRegistry()
     metrics = SchedulerMetrics(registry)
     if metrics_port is not None:

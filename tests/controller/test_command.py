@@ -167,3 +167,16 @@ def test_daemon_serves_until_sigterm_then_removes_its_nodes(
     assert "removed 1 node(s)" in stderr
     with pytest.raises(NotFound):
         kube.get(path("api", "v1", "nodes", name))
+
+
+def test_a_kubeconfig_without_a_cluster_is_a_clear_error(tmp_path: Path) -> None:
+    profile = tmp_path / "p.yaml"
+    profile.write_text(yaml.safe_dump({"nodes": [two_numa_profile("n")]}))
+    empty = tmp_path / "kubeconfig"
+    empty.write_text("apiVersion: v1\nkind: Config\n")
+    result = CliRunner().invoke(
+        main, ["controller", "--kubeconfig", str(empty), "--profile", str(profile)]
+    )
+    assert result.exit_code == 1
+    assert "cannot load a Kubernetes configuration" in result.stderr
+    assert str(empty) in result.stderr, result.stderr
