@@ -33,8 +33,8 @@ from fakenrt.controller.effects import (
 )
 from fakenrt.controller.nodeobjects import CONTROLLER_LABEL, LEASE_NAMESPACE, lease_object
 from fakenrt.controller.timestamps import micro_time, rfc3339
+from fakenrt.nrt.render import API_VERSION, KIND, NRT_GROUP, NRT_PLURAL, NRT_VERSION
 
-NRT_GROUP, NRT_VERSION, NRT_PLURAL = "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies"
 _CONFLICT_RETRIES = 5
 
 
@@ -167,8 +167,8 @@ class NrtWriter:
         if version:
             meta["resourceVersion"] = version
         obj["metadata"] = meta
-        obj.setdefault("apiVersion", f"{NRT_GROUP}/{NRT_VERSION}")
-        obj.setdefault("kind", "NodeResourceTopology")
+        obj.setdefault("apiVersion", API_VERSION)
+        obj.setdefault("kind", KIND)
         return obj
 
     def publish(self, effect: PublishNrt) -> None:

@@ -33,7 +33,11 @@ from fakenrt.nrt.fingerprint import (
 from fakenrt.profiles.model import NodeProfile
 from fakenrt.profiles.resources import zone_allocatable, zone_capacity
 
-API_VERSION = "topology.node.k8s.io/v1alpha2"
+#: The NodeResourceTopology API (the CRD of k8stopologyawareschedwg) and its zone type.
+NRT_GROUP = "topology.node.k8s.io"
+NRT_VERSION = "v1alpha2"
+NRT_PLURAL = "noderesourcetopologies"
+API_VERSION = f"{NRT_GROUP}/{NRT_VERSION}"
 KIND = "NodeResourceTopology"
 ZONE_TYPE = "Node"
 

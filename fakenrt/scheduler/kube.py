@@ -15,9 +15,10 @@ from exporter.annotations import PREDICTED_PLACEMENT
 from exporter.kubeclient import MERGE_PATCH, KubeClient, path
 from exporter.kubeerrors import ApiError, NotFound
 from exporter.quantities import QuantityError, parse_decimal
+from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.podspec import PodSpecError, pod_from_manifest
 from fakenrt.scheduler.cluster import ClusterSnapshot, NodeSnapshot, PodSnapshot
-from fakenrt.scheduler.nrt import NRT_GROUP, NRT_PLURAL, NRT_VERSION, NRTError, read_nrt
+from fakenrt.scheduler.nrt import NRTError, read_nrt
 
 log = logging.getLogger(__name__)
 

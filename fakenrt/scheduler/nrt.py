@@ -15,6 +15,7 @@ from typing import Any
 from exporter.annotations import AnnotationFormatError, parse_zone_name
 from exporter.quantities import QuantityError, parse_integer
 from fakenrt.kubelet.bitmask import MAX_BITS
+from fakenrt.nrt.render import KIND, ZONE_TYPE
 from fakenrt.scheduler.topology import (
     POLICIES,
     POLICY_BEST_EFFORT,
@@ -27,11 +28,6 @@ from fakenrt.scheduler.topology import (
     NumaTopology,
     ZoneResources,
 )
-
-NRT_GROUP = "topology.node.k8s.io"
-NRT_VERSION = "v1alpha2"
-NRT_PLURAL = "noderesourcetopologies"
-NRT_KIND = "NodeResourceTopology"
 
 POLICY_ATTRIBUTE = "topologyManagerPolicy"
 SCOPE_ATTRIBUTE = "topologyManagerScope"
@@ -48,8 +44,6 @@ LEGACY_POLICIES: Mapping[str, tuple[str, str]] = {
     "BestEffortPodLevel": (POLICY_BEST_EFFORT, SCOPE_POD),
     "None": (POLICY_NONE, SCOPE_CONTAINER),
 }
-
-ZONE_TYPE_NUMA = "Node"
 
 
 class NRTError(ValueError):
@@ -84,7 +78,7 @@ def _quantity(raw: Any, where: str) -> int:
 def _zone(raw: Any, where: str) -> ZoneResources | None:
     if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
         raise NRTError(f"{where} must be a mapping with a string 'name'")
-    if raw.get("type") != ZONE_TYPE_NUMA:
+    if raw.get("type") != ZONE_TYPE:
         return None
     where = f"{where}({raw['name']})"
     try:
@@ -141,9 +135,9 @@ def read_nrt(obj: Mapping[str, Any], *, source: str = "nrt") -> NumaTopology:
     """Parse one NRT object. Raises :class:`NRTError` naming ``source``, the node and field."""
     if not isinstance(obj, Mapping):
         raise NRTError(f"{source}: an NRT object must be a mapping")
-    kind = obj.get("kind", NRT_KIND)
-    if kind != NRT_KIND:
-        raise NRTError(f"{source}: expected kind {NRT_KIND}, found {kind!r}")
+    kind = obj.get("kind", KIND)
+    if kind != KIND:
+        raise NRTError(f"{source}: expected kind {KIND}, found {kind!r}")
     meta = obj.get("metadata") or {}
     name = meta.get("name") if isinstance(meta, Mapping) else None
     if not isinstance(name, str) or not name:

@@ -21,12 +21,12 @@ from exporter.annotations import OBSERVED_PLACEMENT, PREDICTED_PLACEMENT, parse_
 from exporter.kubeclient import KubeClient
 from exporter.kubeconfig import from_kubeconfig
 from fakenrt.cli import main
+from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.scheduler.args import PluginArgs
 from fakenrt.scheduler.backoff import Backoff
 from fakenrt.scheduler.kube import KubeCluster, watch_pods
 from fakenrt.scheduler.loop import Scheduler
 from fakenrt.scheduler.metrics import SchedulerMetrics
-from fakenrt.scheduler.nrt import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.scheduler.plugin import NumaPlugin
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.helpers import create_fake_node
