@@ -50,17 +50,41 @@ class NRTError(ValueError):
     """An NRT object the plugin cannot read; the message names the source, node and field."""
 
 
-def _attributes(raw: Any, where: str) -> dict[str, str]:
-    if raw is None:
-        return {}
+def _name(raw: Any, where: str) -> str:
+    """The ``name`` of a list item, which must be a mapping with a string ``name``."""
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
+        raise NRTError(f"{where} must be a mapping with a string 'name'")
+    return str(raw["name"])
+
+
+def _list(raw: Any, where: str) -> list[Any]:
+    if not raw:
+        return []
     if not isinstance(raw, list):
+        raise NRTError(f"{where} must be a list")
+    return raw
+
+
+def _numa_id(name: str, where: str) -> int:
+    """The NUMA id of a zone name ``node-<id>``; ``where`` names the field."""
+    try:
+        numa_id = parse_zone_name(name)
+    except AnnotationFormatError as exc:
+        raise NRTError(f"{where}: {exc}") from exc
+    if numa_id >= MAX_BITS:
+        raise NRTError(
+            f"{where}: NUMA id {numa_id} is above {MAX_BITS - 1}, the kubelet's limit "
+            "(its NUMA masks are 64 bits)"
+        )
+    return numa_id
+
+
+def _attributes(raw: Any, where: str) -> dict[str, str]:
+    if raw is not None and not isinstance(raw, list):
         raise NRTError(f"{where} must be a list of {{name, value}}")
-    out: dict[str, str] = {}
-    for i, item in enumerate(raw):
-        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
-            raise NRTError(f"{where}[{i}] must be a mapping with a string 'name'")
-        out[item["name"]] = str(item.get("value", ""))
-    return out
+    return {
+        _name(item, f"{where}[{i}]"): str(item.get("value", "")) for i, item in enumerate(raw or [])
+    }
 
 
 def _quantity(raw: Any, where: str) -> int:
@@ -75,59 +99,47 @@ def _quantity(raw: Any, where: str) -> int:
     return value
 
 
-def _zone(raw: Any, where: str) -> ZoneResources | None:
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
-        raise NRTError(f"{where} must be a mapping with a string 'name'")
-    if raw.get("type") != ZONE_TYPE:
-        return None
-    where = f"{where}({raw['name']})"
-    try:
-        numa_id = parse_zone_name(raw["name"])
-    except AnnotationFormatError as exc:
-        raise NRTError(f"{where}.name: {exc}") from exc
-    if numa_id >= MAX_BITS:
-        raise NRTError(
-            f"{where}.name: NUMA id {numa_id} is above {MAX_BITS - 1}, the kubelet's limit "
-            "(its NUMA masks are 64 bits)"
-        )
-    capacity: dict[str, int] = {}
-    allocatable: dict[str, int] = {}
-    available: dict[str, int] = {}
-    resources = raw.get("resources") or []
-    if not isinstance(resources, list):
-        raise NRTError(f"{where}.resources must be a list")
-    for i, res in enumerate(resources):
-        rwhere = f"{where}.resources[{i}]"
-        if not isinstance(res, Mapping) or not isinstance(res.get("name"), str):
-            raise NRTError(f"{rwhere} must be a mapping with a string 'name'")
-        name = res["name"]
-        rwhere = f"{where}.resources[{i}]({name})"
-        for key, into in (
-            ("capacity", capacity),
-            ("allocatable", allocatable),
-            ("available", available),
-        ):
+_COLUMNS = ("capacity", "allocatable", "available")
+
+
+def _resources(raw: Any, where: str) -> tuple[dict[str, int], ...]:
+    """A zone's ``resources`` as one ``name -> amount`` table per column of _COLUMNS."""
+    tables: tuple[dict[str, int], ...] = tuple({} for _ in _COLUMNS)
+    for i, res in enumerate(_list(raw, where)):
+        name = _name(res, f"{where}[{i}]")
+        rwhere = f"{where}[{i}]({name})"
+        for key, into in zip(_COLUMNS, tables, strict=True):
             if key not in res:
                 raise NRTError(f"{rwhere}.{key} is required")
             into[name] = _quantity(res[key], f"{rwhere}.{key}")
+    return tables
+
+
+def _costs(raw: Any, where: str) -> dict[int, int]:
     costs: dict[int, int] = {}
-    raw_costs = raw.get("costs") or []
-    if not isinstance(raw_costs, list):
-        raise NRTError(f"{where}.costs must be a list")
-    for i, cost in enumerate(raw_costs):
-        cwhere = f"{where}.costs[{i}]"
-        if not isinstance(cost, Mapping) or not isinstance(cost.get("name"), str):
-            raise NRTError(f"{cwhere} must be a mapping with a string 'name'")
-        try:
-            other = parse_zone_name(cost["name"])
-        except AnnotationFormatError as exc:
-            raise NRTError(f"{cwhere}.name: {exc}") from exc
+    for i, cost in enumerate(_list(raw, where)):
+        cwhere = f"{where}[{i}]"
+        other = _numa_id(_name(cost, cwhere), f"{cwhere}.name")
         value = cost.get("value")
         if isinstance(value, bool) or not isinstance(value, int):
             raise NRTError(f"{cwhere}.value must be an integer")
         costs[other] = value
+    return costs
+
+
+def _zone(raw: Any, where: str) -> ZoneResources | None:
+    name = _name(raw, where)
+    if raw.get("type") != ZONE_TYPE:
+        return None
+    where = f"{where}({name})"
+    numa_id = _numa_id(name, f"{where}.name")
+    capacity, allocatable, available = _resources(raw.get("resources"), f"{where}.resources")
     return ZoneResources(
-        id=numa_id, capacity=capacity, allocatable=allocatable, available=available, costs=costs
+        id=numa_id,
+        capacity=capacity,
+        allocatable=allocatable,
+        available=available,
+        costs=_costs(raw.get("costs"), f"{where}.costs"),
     )
 
 
