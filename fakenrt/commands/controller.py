@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from fakenrt.commands.kubeaccess import kube_client
-from fakenrt.controller.durations import DurationError, parse_duration
 from fakenrt.controller.settings import DEFAULT_CONTROLLER_NAME, ControllerSettings
+from fakenrt.durations import DurationError, parse_duration
 
 if TYPE_CHECKING:
     from fakenrt.controller.runner import Controller

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from fakenrt.controller.durations import DurationError, parse_duration
 from fakenrt.controller.effects import (
     DeletePod,
     Effect,
@@ -40,6 +39,7 @@ from fakenrt.controller.podstatus import (
 )
 from fakenrt.controller.settings import ControllerSettings
 from fakenrt.controller.timers import TimerQueue
+from fakenrt.durations import DurationError, parse_duration
 from fakenrt.kubelet.allocation import UNEXPECTED_ADMISSION_ERROR, PodAllocation
 from fakenrt.kubelet.allocation_codec import decode_allocation, encode_allocation
 from fakenrt.kubelet.node import NodeState
@@ -107,9 +107,10 @@ class NodeModel:
         # One random source per node, derived from the seed and the node name, so a node's
         # jitter does not depend on what other nodes did (string seeds hash with SHA-512).
         self.rng = random.Random(f"{settings.seed}/{profile.name}")
-        self.lag: LagPipeline[NrtSnapshot] = LagPipeline(
-            delay=settings.nrt_delay, jitter=settings.nrt_jitter, rng=self.rng
-        )
+        # The profile may give this node its own lag; else the controller-wide setting.
+        delay = settings.nrt_delay if profile.nrt_delay is None else profile.nrt_delay
+        jitter = settings.nrt_jitter if profile.nrt_jitter is None else profile.nrt_jitter
+        self.lag: LagPipeline[NrtSnapshot] = LagPipeline(delay=delay, jitter=jitter, rng=self.rng)
         self.pods: dict[str, TrackedPod] = {}
         self._deleting: set[str] = set()
         self._timers = timers

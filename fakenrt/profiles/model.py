@@ -91,6 +91,10 @@ class NodeProfile:
     labels: Mapping[str, str] = field(default_factory=dict)
     #: Maximum pods the node admits (the kubelet's maxPods).
     max_pods: int = 110
+    #: This node's NRT publishing lag in seconds (``nrt.delay`` / ``nrt.jitter``); None
+    #: means the controller's ``--nrt-delay`` / ``--nrt-jitter``.
+    nrt_delay: float | None = None
+    nrt_jitter: float | None = None
 
     @property
     def zone_ids(self) -> tuple[int, ...]:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from exporter.cpulist import format_cpulist
+from fakenrt.durations import DurationError, parse_duration
 from fakenrt.profiles.cputopology import shape_zone_cpus, split_cores, zones_topology
 from fakenrt.profiles.devices import DeviceSpec, assign_ids, parse_device_map
 from fakenrt.profiles.errors import ProfileError
@@ -54,7 +55,10 @@ POLICY_OPTIONS = (PREFER_CLOSEST_NUMA_NODES, MAX_ALLOWABLE_NUMA_NODES)
 DEFAULT_MAX_PODS = 110
 
 _TOP_KEYS = ("nodes",)
-_NODE_KEYS = ("name", "kubelet", "devices", "zones", "shape", "cpuTopology", "labels", "maxPods")
+_NODE_KEYS = (
+    "name", "kubelet", "devices", "zones", "shape", "cpuTopology", "labels", "maxPods", "nrt",
+)  # fmt: skip
+_NRT_KEYS = ("delay", "jitter")
 _KUBELET_KEYS = (
     "topologyManagerPolicy",
     "topologyManagerScope",
@@ -256,7 +260,30 @@ def _parse_node(raw: Mapping[str, object], name: str) -> NodeProfile:
         ),
         labels=_parse_labels(raw.get("labels", {})),
         max_pods=integer(raw.get("maxPods", DEFAULT_MAX_PODS), "maxPods", minimum=1),
+        **_parse_nrt_lag(raw.get("nrt", {})),
     )
+
+
+def _parse_nrt_lag(value: object) -> dict[str, float | None]:
+    """``nrt: {delay: 2s, jitter: 500ms}``: this node's NRT publishing lag, overriding the
+    controller's --nrt-delay / --nrt-jitter (durations as in those flags, or seconds)."""
+    raw = mapping(value, "nrt")
+    check_keys(raw, "nrt", _NRT_KEYS)
+    out: dict[str, float | None] = {"nrt_delay": None, "nrt_jitter": None}
+    for key in _NRT_KEYS:
+        if key not in raw:
+            continue
+        field = child("nrt", key)
+        item = raw[key]
+        if isinstance(item, bool) or not isinstance(item, str | int | float):
+            raise FieldError(
+                field, f"expected a duration such as 2s or 500ms, got {describe(item)}"
+            )
+        try:
+            out[f"nrt_{key}"] = parse_duration(str(item))
+        except DurationError as exc:
+            raise FieldError(field, str(exc)) from None
+    return out
 
 
 def _choice(value: object, field: str, choices: Sequence[str]) -> str:

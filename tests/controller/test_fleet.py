@@ -181,6 +181,21 @@ def test_lag_nrt_unchanged_before_delay_and_changes_coalesced(clock: ManualClock
     assert published.body != initial.body
 
 
+def test_a_profile_gives_a_node_its_own_lag(clock: ManualClock) -> None:
+    """``nrt: {delay, jitter}`` in a profile overrides --nrt-delay / --nrt-jitter for that
+    node only: the fast node publishes at once, the other waits the controller's 30 s."""
+    fast = {**two_numa_profile("fast"), "nrt": {"delay": "0s", "jitter": 0}}
+    f = fleet(clock, make_profiles(fast, two_numa_profile("slow")), nrt_delay=30.0)
+    f.start([])
+    published = of(f.pod_event("ADDED", pod("a", "fast", cpu="1")), PublishNrt)
+    assert [p.node for p in published] == ["fast"]
+    assert of(f.pod_event("ADDED", pod("b", "slow", cpu="1")), PublishNrt) == []
+    clock.advance(29.9)
+    assert of(f.advance(), PublishNrt) == []
+    clock.advance(0.2)
+    assert [p.node for p in of(f.advance(), PublishNrt)] == ["slow"]
+
+
 def test_seed_reproduces_every_effect(clock: ManualClock) -> None:
     def run(seed: int) -> list[Effect]:
         c = ManualClock()

@@ -205,6 +205,26 @@ ERROR_CASES = [
     ),
     pytest.param(_with(_set(("maxPods",), 0)), "n1", "maxPods", "at least 1", id="max-pods"),
     pytest.param(
+        _with(_set(("nrt",), {"delay": "soon"})),
+        "n1",
+        "nrt.delay",
+        "not a duration",
+        id="nrt-delay",
+    ),
+    pytest.param(
+        _with(_set(("nrt",), {"jitter": "-1s"})), "n1", "nrt.jitter", "not a duration", id="nrt-neg"
+    ),
+    pytest.param(
+        _with(_set(("nrt",), {"jitter": True})), "n1", "nrt.jitter", "a duration", id="nrt-bool"
+    ),
+    pytest.param(
+        _with(_set(("nrt",), {"dealy": "1s"})),
+        "n1",
+        "nrt.dealy",
+        "did you mean 'delay'",
+        id="nrt-typo",
+    ),
+    pytest.param(
         _with(_set(("labels",), {"team": True})),
         "n1",
         "labels.team",
@@ -791,6 +811,22 @@ def test_labels_and_max_pods() -> None:
     )
     assert profile.labels == {"example.com/pool": "gpu-a", "tier": ""}
     assert profile.max_pods == 250
+
+
+@pytest.mark.parametrize(
+    ("nrt", "expected"),
+    [
+        pytest.param(None, (None, None), id="controller-default"),
+        pytest.param({"delay": "2s", "jitter": "500ms"}, (2.0, 0.5), id="durations"),
+        pytest.param({"delay": 0}, (0.0, None), id="seconds-only-delay"),
+    ],
+)
+def test_per_node_nrt_lag(
+    nrt: dict[str, object] | None, expected: tuple[float | None, float | None]
+) -> None:
+    node = _node() if nrt is None else _node(nrt=nrt)
+    (profile,) = parse_profiles({"nodes": [node]}, source="p.yaml")
+    assert (profile.nrt_delay, profile.nrt_jitter) == expected
 
 
 def test_numeric_cpulists_and_quantities() -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from fakenrt.controller.durations import DurationError, parse_duration
+from fakenrt.durations import DurationError, parse_duration
 
 
 @pytest.mark.parametrize(
