@@ -11,7 +11,7 @@ import pytest
 import fakenrt.controller
 
 PURE = (
-    "durations", "effects", "fleet", "lag", "node", "nodeobjects", "pods", "podstatus",
+    "effects", "fleet", "lag", "node", "nodeobjects", "pods", "podstatus",
     "settings", "timers", "timestamps",
 )  # fmt: skip
 FORBIDDEN = (
