@@ -31,16 +31,16 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from exporter.kubeclient import KubeClient  # noqa: E402
-from exporter.kubeconfig import ClusterConfig  # noqa: E402
-from fakenrt.controller.effects import PublishNrt  # noqa: E402
-from fakenrt.controller.fleet import Fleet  # noqa: E402
-from fakenrt.controller.nodeobjects import NodeIdentity  # noqa: E402
-from fakenrt.controller.runner import Controller, RunOptions  # noqa: E402
-from fakenrt.controller.settings import ControllerSettings  # noqa: E402
-from fakenrt.profiles import NodeProfile, parse_profiles  # noqa: E402
-from tests.controlplane.cluster import ControlPlane, binaries_dir  # noqa: E402
-from tests.controlplane.helpers import admin_client, ensure_namespace, install_crds  # noqa: E402
+from exporter.kubeclient import KubeClient
+from exporter.kubeconfig import ClusterConfig
+from fakenrt.controller.effects import PublishNrt
+from fakenrt.controller.fleet import Fleet
+from fakenrt.controller.nodeobjects import NodeIdentity
+from fakenrt.controller.runner import Controller, RunOptions
+from fakenrt.controller.settings import ControllerSettings
+from fakenrt.profiles import NodeProfile, parse_profiles
+from tests.controlplane.cluster import ControlPlane, binaries_dir
+from tests.controlplane.helpers import admin_client, ensure_namespace, install_crds
 
 ZONES = (2, 4, 8)
 NAMESPACE = "bench"

@@ -28,29 +28,29 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kubernetes import client  # noqa: E402
-from prometheus_client import CollectorRegistry  # noqa: E402
-from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+from kubernetes import client
+from prometheus_client import CollectorRegistry
+from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.health import Health  # noqa: E402
-from exporter.kube_pods import PodApi  # noqa: E402
-from exporter.metrics import ExporterMetrics  # noqa: E402
-from exporter.patching import Patcher  # noqa: E402
-from exporter.pod_cache import PodCache  # noqa: E402
-from exporter.podresources_client import PodResourcesClient  # noqa: E402
-from exporter.reconciler import Reconciler  # noqa: E402
-from exporter.resources import (  # noqa: E402
+from exporter.health import Health
+from exporter.kube_pods import PodApi
+from exporter.metrics import ExporterMetrics
+from exporter.patching import Patcher
+from exporter.pod_cache import PodCache
+from exporter.podresources_client import PodResourcesClient
+from exporter.reconciler import Reconciler
+from exporter.resources import (
     AllocatableResources,
     ContainerResources,
     DeviceAssignment,
     MemoryBlock,
     PodResources,
 )
-from exporter.sysfs import read_cpu_numa_map, write_fixture  # noqa: E402
-from tests.controlplane.cluster import ControlPlane, binaries_dir  # noqa: E402
-from tests.controlplane.helpers import admin_client, ensure_namespace  # noqa: E402
-from tests.exporter.fake_podresources import FakePodResources  # noqa: E402
-from tests.exporter.kube_helpers import exporter_kube  # noqa: E402
+from exporter.sysfs import read_cpu_numa_map, write_fixture
+from tests.controlplane.cluster import ControlPlane, binaries_dir
+from tests.controlplane.helpers import admin_client, ensure_namespace
+from tests.exporter.fake_podresources import FakePodResources
+from tests.exporter.kube_helpers import exporter_kube
 
 CPUS, ZONES, GPUS, PODS = 256, 8, 8, 110
 PER_ZONE = CPUS // ZONES
