@@ -25,6 +25,12 @@ from typing import Any
 import urllib3
 
 from exporter import __version__
+from exporter.execcredential import (
+    ExecCredential,
+    ExecCredentialError,
+    ExecPlugin,
+    run_exec_plugin,
+)
 from exporter.kubeconfig import ClusterConfig
 from exporter.kubeerrors import ApiError, Transient, error_for_status
 
@@ -36,6 +42,8 @@ JSON_PATCH = "application/json-patch+json"
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
 DEFAULT_READ_TIMEOUT_S = 10.0
 TOKEN_REREAD_S = 60.0
+#: An exec plugin's token is renewed this long before it expires.
+EXEC_REFRESH_MARGIN_S = 60.0
 LIST_PAGE = 500
 
 Query = Mapping[str, str] | Sequence[tuple[str, str]]
@@ -88,6 +96,8 @@ class KubeClient:
         pool_size: int = 4,
         user_agent: str = f"numa-testkit/{__version__}",
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        run_exec: Callable[[ExecPlugin], ExecCredential] = run_exec_plugin,
     ) -> None:
         self.config = config
         self.connect_timeout_s = connect_timeout_s
@@ -96,6 +106,9 @@ class KubeClient:
         self._clock = clock
         self._token: str | None = config.token
         self._token_read_at = float("-inf")
+        self._token_refresh_at = float("-inf")
+        self._wall_clock = wall_clock
+        self._run_exec = run_exec
         self._lock = threading.Lock()
         self._pool = urllib3.PoolManager(
             num_pools=2,
@@ -109,7 +122,9 @@ class KubeClient:
         self._pool.clear()
 
     def _authorization(self) -> dict[str, str]:
-        if self.config.token_file is not None:
+        if self.config.exec_plugin is not None:
+            self._exec_token()
+        elif self.config.token_file is not None:
             with self._lock:
                 if self._clock() - self._token_read_at >= TOKEN_REREAD_S:
                     try:
@@ -120,6 +135,25 @@ class KubeClient:
                             0, f"cannot read token {self.config.token_file}: {exc}"
                         ) from exc
         return {"Authorization": f"Bearer {self._token}"} if self._token else {}
+
+    def _exec_token(self) -> None:
+        """Run the kubeconfig's exec plugin when there is no token yet, or it expires within
+        EXEC_REFRESH_MARGIN_S, or the API server refused it (401)."""
+        plugin = self.config.exec_plugin
+        assert plugin is not None
+        with self._lock:
+            if self._token is not None and self._clock() < self._token_refresh_at:
+                return
+            try:
+                credential = self._run_exec(plugin)
+            except ExecCredentialError as exc:
+                raise Transient(0, str(exc)) from exc
+            self._token = credential.token
+            if credential.expires_at is None:
+                self._token_refresh_at = float("inf")
+            else:
+                left = credential.expires_at - self._wall_clock() - EXEC_REFRESH_MARGIN_S
+                self._token_refresh_at = self._clock() + max(0.0, left)
 
     def _send(
         self,
@@ -160,6 +194,9 @@ class KubeClient:
             finally:
                 if stream:
                     response.release_conn()
+            if response.status == 401 and self.config.exec_plugin is not None:
+                with self._lock:  # the token was refused: run the plugin on the next call
+                    self._token_refresh_at = float("-inf")
             raise error_for_status(response.status, what, data)
         return response
 

@@ -6,9 +6,9 @@ package: see there). Supported: the current or a named context; server CA as a f
 (``certificate-authority``) or inline (``certificate-authority-data``);
 ``insecure-skip-tls-verify``; bearer token inline (``token``) or from a file
 (``tokenFile``, and the in-cluster projected token, re-read so rotation is picked up);
-client certificates as files or inline ``-data`` (what Kind writes). Exec and
-auth-provider plugins are not supported (a clear :class:`KubeconfigError`): run
-in-cluster, or use a token or a client certificate.
+client certificates as files or inline ``-data`` (what Kind writes); ``exec`` credential
+plugins that return a token (EKS, GKE, AKS; see ``exporter.execcredential``). The legacy
+``auth-provider`` plugins are not supported (a clear :class:`KubeconfigError`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from exporter.execcredential import ExecPlugin, plugin_from_kubeconfig
 
 IN_CLUSTER_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
@@ -40,6 +42,7 @@ class ClusterConfig:
     token_file: Path | None = None
     client_cert_file: Path | None = None
     client_key_file: Path | None = None
+    exec_plugin: ExecPlugin | None = None
 
 
 def in_cluster(
@@ -116,11 +119,19 @@ def from_kubeconfig(path: Path, context: str | None = None) -> ClusterConfig:
     server = cluster.get("server")
     if not isinstance(server, str) or not server.startswith(("https://", "http://")):
         raise KubeconfigError(f"{path}: cluster {ctx.get('cluster')!r} has no https server")
-    if user.get("exec") or user.get("auth-provider"):
+    if user.get("auth-provider"):
         raise KubeconfigError(
-            f"{path}: user {ctx.get('user')!r} uses an exec/auth-provider plugin, which "
-            "this client does not support; use a token or a client certificate"
+            f"{path}: user {ctx.get('user')!r} uses a legacy auth-provider plugin, which "
+            "this client does not support; use an exec plugin, a token or a client certificate"
         )
+    exec_plugin = None
+    if user.get("exec"):
+        if not isinstance(user["exec"], dict):
+            raise KubeconfigError(f"{path}: users[{ctx.get('user')!r}].exec must be a mapping")
+        try:
+            exec_plugin = plugin_from_kubeconfig(user["exec"], f"users[{ctx.get('user')!r}].exec")
+        except ValueError as exc:
+            raise KubeconfigError(f"{path}: {exc}") from exc
     cert, key = rel(user.get("client-certificate")), rel(user.get("client-key"))
     if user.get("client-certificate-data"):
         cert = _data_file(user["client-certificate-data"], ".crt", path, "client-certificate-data")
@@ -140,4 +151,5 @@ def from_kubeconfig(path: Path, context: str | None = None) -> ClusterConfig:
         token_file=rel(user.get("tokenFile")),
         client_cert_file=cert,
         client_key_file=key,
+        exec_plugin=exec_plugin,
     )

@@ -4,8 +4,8 @@ Pure (no I/O, no client imports), so code that only handles errors - or simulate
 cluster in tests - can raise and catch the same classes as ``exporter.kubeclient``.
 Callers catch the narrow class: :class:`NotFound` (the object is gone), :class:`Conflict`
 (re-read), :class:`Gone` (list again), :class:`Transient` (back off and retry); anything
-else (:class:`Forbidden`, :class:`Invalid`, 401, other 4xx) is a refusal that retrying
-will not fix.
+else (:class:`Unauthorized`, :class:`Forbidden`, :class:`Invalid`, other 4xx) is a
+refusal that retrying will not fix.
 """
 
 from __future__ import annotations
@@ -33,6 +33,10 @@ class Gone(ApiError):
     """410: a watch's resourceVersion is too old; list again."""
 
 
+class Unauthorized(ApiError):
+    """401: the credentials were not accepted (an expired or wrong token)."""
+
+
 class Forbidden(ApiError):
     """403: RBAC or an admission policy refused the request."""
 
@@ -46,6 +50,7 @@ class Transient(ApiError):
 
 
 _BY_STATUS: dict[int, type[ApiError]] = {
+    401: Unauthorized,
     403: Forbidden,
     404: NotFound,
     409: Conflict,

@@ -28,6 +28,7 @@ from exporter.kubeerrors import (
     Invalid,
     NotFound,
     Transient,
+    Unauthorized,
     error_class,
     error_for_status,
 )
@@ -40,7 +41,7 @@ pytestmark = pytest.mark.controlplane
     "status,error",
     [
         pytest.param(0, Transient, id="no-answer"),
-        pytest.param(401, ApiError, id="401"),
+        pytest.param(401, Unauthorized, id="401"),
         pytest.param(403, Forbidden, id="403"),
         pytest.param(404, NotFound, id="404"),
         pytest.param(409, Conflict, id="409"),
@@ -114,9 +115,9 @@ def test_real_answers_map_to_their_classes(
     wrong_token = KubeClient(
         ClusterConfig(server=control_plane.server, ca_file=control_plane.ca_file, token="nope")
     )
-    with pytest.raises(ApiError, match="HTTP 401") as unauthorized:
+    with pytest.raises(Unauthorized, match="HTTP 401") as unauthorized:
         wrong_token.get(_configmaps(namespace))
-    assert type(unauthorized.value) is ApiError
+    assert unauthorized.value.status == 401
 
 
 def test_a_stalled_server_is_a_transient_timeout(control_plane: ControlPlane) -> None:

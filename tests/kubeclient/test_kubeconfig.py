@@ -17,7 +17,7 @@ from exporter.kubeconfig import (
     from_kubeconfig,
     in_cluster,
 )
-from exporter.kubeerrors import ApiError, Transient
+from exporter.kubeerrors import Transient, Unauthorized
 from tests.controlplane.cluster import ControlPlane
 
 NAMESPACES = path("api", "v1", "namespaces")
@@ -38,7 +38,9 @@ users:
 - name: u1
   user: {token: abc, client-certificate-data: Y2VydA==, client-key-data: a2V5}
 - name: exec-user
-  user: {exec: {command: aws}}
+  user: {exec: {command: aws, args: [eks, get-token], env: [{name: AWS_PROFILE, value: dev}]}}
+- name: provider-user
+  user: {auth-provider: {name: gcp}}
 """
 
 
@@ -59,7 +61,15 @@ def test_kubeconfig_fields_and_relative_paths(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "text,context,message",
     [
-        pytest.param(KUBECONFIG, "other", "exec/auth-provider plugin", id="exec-plugin"),
+        pytest.param(
+            KUBECONFIG.replace("context: {cluster: c1, user: exec-user}",
+                               "context: {cluster: c1, user: provider-user}"),
+            "other", "legacy auth-provider plugin", id="auth-provider",
+        ),
+        pytest.param(
+            KUBECONFIG.replace("{command: aws, args", "{command: 7, args"),
+            "other", "exec.command must be a non-empty string", id="exec-no-command",
+        ),
         pytest.param(KUBECONFIG, "missing", "contexts has no entry named 'missing'", id="ctx"),
         pytest.param("- a\n", None, "not a kubeconfig mapping", id="not-a-mapping"),
         pytest.param(
@@ -99,9 +109,8 @@ def test_token_file_is_reread(control_plane: ControlPlane, tmp_path: Path) -> No
         ClusterConfig(server=control_plane.server, ca_file=control_plane.ca_file, token_file=token),
         clock=lambda: now[0],
     )
-    with pytest.raises(ApiError, match="HTTP 401") as err:
+    with pytest.raises(Unauthorized, match="HTTP 401"):
         client.get(NAMESPACES)
-    assert err.value.status == 401 and type(err.value) is ApiError
     token.write_text(control_plane.admin_token + "\n")  # rotated by the kubelet
     now[0] += 61
     assert client.get(NAMESPACES)["kind"] == "NamespaceList"
