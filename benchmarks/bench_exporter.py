@@ -23,7 +23,9 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -51,6 +53,8 @@ from tests.controlplane.cluster import ControlPlane, binaries_dir
 from tests.controlplane.helpers import admin_client, ensure_namespace
 from tests.exporter.fake_podresources import FakePodResources
 from tests.exporter.kube_helpers import exporter_kube
+
+T = TypeVar("T")
 
 CPUS, ZONES, GPUS, PODS = 256, 8, 8, 110
 PER_ZONE = CPUS // ZONES
@@ -216,7 +220,7 @@ def proc_mem_kib(pid: int) -> dict[str, int]:
     return out
 
 
-def wait(condition, timeout_s: float, what: str):  # type: ignore[no-untyped-def]
+def wait(condition: Callable[[], T | None], timeout_s: float, what: str) -> T:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         value = condition()

@@ -93,7 +93,8 @@ def _kube_client(kubeconfig: Path | None) -> KubeClient:
     type=click.Choice(["debug", "info", "warning", "error"]),
     help="Minimum level of the JSON log lines on stderr (env LOG_LEVEL).",
 )
-def run_command(  # noqa: PLR0917 - click passes options positionally
+def run_command(
+    *,
     node_name: str,
     podresources_socket: Path,
     sysfs_root: Path,
@@ -174,7 +175,8 @@ def run_command(  # noqa: PLR0917 - click passes options positionally
     help='Print one JSON object {"namespace/name": {annotation: value}} on stdout '
     "(the only output format).",
 )
-def observe_command(  # noqa: PLR0917 - click passes options positionally
+def observe_command(
+    *,
     podresources_socket: Path,
     sysfs_root: Path,
     kubeconfig: Path | None,

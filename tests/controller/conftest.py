@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -49,8 +50,9 @@ def unique(prefix: str) -> str:
 
 def two_numa_profile(
     name: str, *, policy: str = "single-numa-node", gpus: int = 2
-) -> dict[str, object]:
-    """A 2-zone node: 4 CPUs, 8Gi and ``gpus`` GPUs per zone, no reserved CPUs."""
+) -> dict[str, Any]:
+    """A 2-zone node (raw profile YAML): 4 CPUs, 8Gi and ``gpus`` GPUs per zone, no
+    reserved CPUs."""
     return {
         "name": name,
         "kubelet": {"topologyManagerPolicy": policy},
@@ -64,13 +66,13 @@ def two_numa_profile(
     }
 
 
-def make_profiles(*nodes: dict[str, object]) -> tuple[NodeProfile, ...]:
+def make_profiles(*nodes: dict[str, Any]) -> tuple[NodeProfile, ...]:
     return parse_profiles({"nodes": list(nodes)}, source="test")
 
 
 @pytest.fixture
 def profile_factory() -> Callable[..., tuple[NodeProfile, ...]]:
-    def build(count: int = 1, **kwargs: object) -> tuple[NodeProfile, ...]:
-        return make_profiles(*(two_numa_profile(unique("fake"), **kwargs) for _ in range(count)))  # type: ignore[arg-type]
+    def build(count: int = 1, **kwargs: Any) -> tuple[NodeProfile, ...]:
+        return make_profiles(*(two_numa_profile(unique("fake"), **kwargs) for _ in range(count)))
 
     return build

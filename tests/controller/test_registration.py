@@ -36,7 +36,7 @@ def _node(kube: KubeClient, name: str) -> dict[str, Any]:
 def test_creates_owned_nodes_with_capacity_status_and_taint(kube: KubeClient, taint: bool) -> None:
     controller = unique("ctl")
     raw = two_numa_profile(unique("fake"), gpus=3)
-    raw["shape"]["hugepagesPerNumaNode"] = {"hugepages-1Gi": "4Gi"}  # type: ignore[index]
+    raw["shape"]["hugepagesPerNumaNode"] = {"hugepages-1Gi": "4Gi"}
     raw["devices"] = {"example.com/license": 2}
     raw["kubelet"] = {"topologyManagerPolicy": "restricted", "reservedSystemCPUs": "0"}
     profiles = make_profiles(raw)

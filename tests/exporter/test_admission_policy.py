@@ -257,7 +257,8 @@ def test_admission_policy_with_a_node_bound_token(
     sa.close()
 
 
-def test_exporter_patches_pass_the_policy(  # noqa: PLR0917 - pytest fixtures
+def test_exporter_patches_pass_the_policy(
+    *,
     control_plane: ControlPlane, api_client: client.ApiClient, installed: str, namespace: str,
     nodes: tuple[str, str], fake_kubelet: FakePodResources, sysfs_root: Path,
 ) -> None:  # fmt: skip

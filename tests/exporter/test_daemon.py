@@ -94,7 +94,8 @@ def _kubeconfig(cp: ControlPlane, port: int, path: Path) -> Path:
 
 
 @pytest.fixture
-def make_daemon(  # noqa: PLR0917 - pytest fixtures
+def make_daemon(
+    *,
     control_plane: ControlPlane,
     api_client: client.ApiClient,
     namespace: str,

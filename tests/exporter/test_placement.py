@@ -112,7 +112,8 @@ def test_memory_groups_completeness(expected: frozenset[str] | None, groups: str
     values = annotation_values(
         derive_placement(s.MULTI_NUMA_GROUP, CPU_MAP, expected_memory_containers=expected)
     )
-    assert values[OBSERVED_MEMORY_GROUPS].startswith(groups)  # type: ignore[union-attr]
+    memory_groups = values[OBSERVED_MEMORY_GROUPS]
+    assert memory_groups is not None and memory_groups.startswith(groups)
 
 
 def test_expected_container_without_blocks_makes_null_even_with_no_blocks_at_all() -> None:

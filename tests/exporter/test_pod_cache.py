@@ -14,6 +14,7 @@ import pytest
 
 from exporter.kubeerrors import Gone, Transient
 from exporter.pod_cache import PodCache
+from exporter.pods import PodView
 
 
 def _pod(name: str, rv: str, phase: str = "Running", uid: str = "u") -> dict[str, Any]:
@@ -87,6 +88,12 @@ def test_list_watch_relist_on_gone_and_backoff() -> None:
     assert cache.synced.is_set()
 
 
+def _cached(cache: PodCache, key: str) -> PodView:
+    pod = cache.get(key)
+    assert pod is not None, f"{key} is not in the cache"
+    return pod
+
+
 def test_notifies_only_on_decision_relevant_changes() -> None:
     changes: list[int] = []
     cache = PodCache(
@@ -96,13 +103,13 @@ def test_notifies_only_on_decision_relevant_changes() -> None:
     cache.upsert(_pod("a", "2"))  # only the resourceVersion moved (a status heartbeat)
     assert len(changes) == 1
     cache.upsert(_pod("a", "1", phase="Failed"))  # older than what the cache holds: ignored
-    assert cache.get("ns/a").phase == "Running"  # type: ignore[union-attr]
+    assert _cached(cache, "ns/a").phase == "Running"
     cache.upsert(_pod("a", "3", phase="Failed"))
     assert len(changes) == 2
     cache.upsert(_pod("a", "4", phase="Failed"), notify=False)
     assert len(changes) == 2
     cache.upsert(_pod("a", "1", uid="new"))  # a new pod under the name replaces the old
-    assert cache.get("ns/a").uid == "new-a"  # type: ignore[union-attr]
+    assert _cached(cache, "ns/a").uid == "new-a"
     cache.forget("ns/a", "u-a")  # the old uid: nothing to forget
     assert cache.get("ns/a") is not None
     cache.forget("ns/a", "new-a")

@@ -287,7 +287,9 @@ def test_new_pod_reusing_the_name_is_never_written_with_the_old_decision(
     create_pod(h.api, h.namespace, "cpu-only", node=h.node)
     h.fake.set_pods([h.report(s.CPU_ONLY)])
     h.sync()
-    old_uid = h.cache.get(f"{h.namespace}/cpu-only").uid  # type: ignore[union-attr]
+    old = h.cache.get(f"{h.namespace}/cpu-only")
+    assert old is not None
+    old_uid = old.uid
     delete_pod(h.api, h.namespace, "cpu-only")
     create_pod(h.api, h.namespace, "cpu-only", node=h.node, phase="Pending", started=False)
     assert h.run().patches == {"replaced": 1}

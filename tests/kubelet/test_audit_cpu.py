@@ -87,9 +87,11 @@ class _GoAccumulator:
         self.details -= cpus
         self.needed -= len(cpus)
 
-    def take_full(self, key: Callable[[CpuInfo], int], order: list[int], size: int) -> None:
+    def take_full(
+        self, key: Callable[[CpuInfo], int], order: list[int], size: Callable[[int], int]
+    ) -> None:
         whole_of = {i: {c for c, info in self.topo.cpus.items() if key(info) == i} for i in order}
-        free = [i for i in order if len(self._cpus_in(key, [i])) == size(i)]  # type: ignore[operator]
+        free = [i for i in order if len(self._cpus_in(key, [i])) == size(i)]
         for i in free:
             if self.needed >= len(whole_of[i]):
                 self.take(whole_of[i])
@@ -100,9 +102,16 @@ class _GoAccumulator:
         if self.needed > len(self.details):
             raise CpuAllocationError("not enough")
         t = self.topo
-        numa_size = lambda i: len(t.numa_cpus[i])  # noqa: E731
-        socket_size = lambda _i: t.cpus_per_socket  # noqa: E731
-        core_size = lambda _i: t.cpus_per_core  # noqa: E731
+
+        def numa_size(i: int) -> int:
+            return len(t.numa_cpus[i])
+
+        def socket_size(_i: int) -> int:
+            return t.cpus_per_socket
+
+        def core_size(_i: int) -> int:
+            return t.cpus_per_core
+
         levels = [
             (self.numa, self.sort_numa, numa_size),
             (self.socket, self.sort_sockets, socket_size),
@@ -110,10 +119,10 @@ class _GoAccumulator:
         if not self.numa_first:
             levels.reverse()
         for key, order, size in levels:
-            self.take_full(key, order(), size)  # type: ignore[arg-type]
+            self.take_full(key, order(), size)
             if self.needed < 1:
                 return frozenset(self.result)
-        self.take_full(self.core, self.sort_cores(), core_size)  # type: ignore[arg-type]
+        self.take_full(self.core, self.sort_cores(), core_size)
         if self.needed < 1:
             return frozenset(self.result)
         for core in self.sort_cores():

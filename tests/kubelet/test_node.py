@@ -56,8 +56,8 @@ def seed000_node(gpus_per_zone: int, cpus_per_zone: int) -> NodeProfile:
         ),
     ],
 )
-def test_seed000_restricted_table(  # noqa: PLR0917
-    gpus_per_zone: int, cpus_per_zone: int, gpus: int, cpus: int, admit: bool, best: ProviderHint
+def test_seed000_restricted_table(
+    *, gpus_per_zone: int, cpus_per_zone: int, gpus: int, cpus: int, admit: bool, best: ProviderHint
 ) -> None:
     profile = seed000_node(gpus_per_zone, cpus_per_zone)
     state = NodeState.from_profile(profile)

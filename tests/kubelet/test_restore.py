@@ -4,6 +4,8 @@ for an allocation that cannot be applied."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -138,15 +140,15 @@ GPU = "nvidia.com/gpu"
 POD = pod("p", container("c0", cpu=2, memory="1Gi", gpu=1))
 
 
-def _profile(**overrides: object) -> NodeProfile:
-    args: dict[str, object] = {
+def _profile(**overrides: Any) -> NodeProfile:
+    args: dict[str, Any] = {
         "devices": {GPU: 2},
         "unhealthy": {GPU: 1},
         "reserved": frozenset({0}),
         "memory": 4 * GI,
     }
     args.update(overrides)
-    return node(**args)  # type: ignore[arg-type]
+    return node(**args)
 
 
 def _allocation(
@@ -295,14 +297,14 @@ REJECTIONS = [
 
 @pytest.mark.parametrize(("node_args", "changes", "held", "message"), REJECTIONS)
 def test_impossible_allocations_are_refused(
-    node_args: dict[str, object], changes: dict[str, object], held: bool, message: str
+    node_args: dict[str, Any], changes: dict[str, Any], held: bool, message: str
 ) -> None:
     state = NodeState.from_profile(_profile(**node_args))
     if held:
         _holder(state)
     before = (state.zone_usage(), state.zone_free(), state.allocations())
     with pytest.raises(RestoreError) as caught:
-        state.restore(POD, _allocation(**changes))  # type: ignore[arg-type]
+        state.restore(POD, _allocation(**changes))
     assert str(caught.value).startswith("node n1: pod default/p: ")
     assert message in str(caught.value)
     assert (state.zone_usage(), state.zone_free(), state.allocations()) == before

@@ -7,7 +7,7 @@ from itertools import combinations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fakenrt.podspec import pod_from_manifest
+from fakenrt.podspec import PodSpec, pod_from_manifest
 from fakenrt.scheduler.args import PluginArgs
 from fakenrt.scheduler.ledger import ZoneLedger
 from fakenrt.scheduler.placement import Placement
@@ -36,7 +36,7 @@ def requests(draw: st.DrawFn) -> dict[str, int]:
     return {k: v for k, v in req.items() if v}
 
 
-def one_container_pod(req: dict[str, int]):  # type: ignore[no-untyped-def]
+def one_container_pod(req: dict[str, int]) -> PodSpec:
     return pod_from_manifest(pod_manifest("p", [container("main", {**req, "memory": "1Gi"})]))
 
 
