@@ -18,8 +18,8 @@ apt-get update -qq >&2
 # The package's service is not wanted: the tests run the binary themselves. Where
 # policy-rc.d forbids starting services (containers) it stays stopped anyway.
 apt-get install -y -qq --no-install-recommends prometheus >&2
-command -v promtool >/dev/null && command -v prometheus >/dev/null || {
+if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
   echo "install.sh: the prometheus package installed but promtool/prometheus are not on PATH" >&2
   exit 1
-}
+fi
 dirname "$(command -v promtool)"
