@@ -12,7 +12,7 @@ from kubernetes import client
 
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.helpers import ensure_namespace
-from tests.manifests.tools import Kubectl, kubectl_path, operator_crds_dir
+from tests.manifests.tools import MANIFESTS, Kubectl, kubectl_path, operator_crds_dir
 
 
 @pytest.fixture(scope="session")
@@ -49,3 +49,22 @@ def manifest_namespaces(api_client: client.ApiClient) -> list[str]:
     for name in names:
         ensure_namespace(api_client, name)
     return names
+
+
+#: Kinds applied for real by ``harness_identities``: the accounts and what binds them.
+IDENTITY_KINDS = frozenset(
+    {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+)
+
+
+@pytest.fixture(scope="session")
+def harness_identities(kubectl: Kubectl, manifest_namespaces: list[str]) -> list[str]:
+    """manifests/harness's namespace, ServiceAccounts and RBAC applied for real (the
+    workloads are not: no controller-manager runs here to start them). Returns the
+    ServiceAccount names."""
+    objects = [o for o in kubectl.render(MANIFESTS / "harness") if o["kind"] in IDENTITY_KINDS]
+    kubectl.run(
+        "apply", "--server-side", "--force-conflicts", "-f", "-",
+        stdin=yaml.safe_dump_all(objects),
+    )  # fmt: skip
+    return [o["metadata"]["name"] for o in objects if o["kind"] == "ServiceAccount"]

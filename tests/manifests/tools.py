@@ -30,7 +30,9 @@ def _script_output(script: Path) -> str:
 def kubectl_path() -> Path:
     """$NUMA_TESTKIT_KUBECTL, or what tests/controlplane/build-kubectl.sh builds."""
     given = os.environ.get("NUMA_TESTKIT_KUBECTL")
-    path = Path(given) if given else Path(_script_output(REPO / "tests/controlplane/build-kubectl.sh"))
+    path = (
+        Path(given) if given else Path(_script_output(REPO / "tests/controlplane/build-kubectl.sh"))
+    )
     if not os.access(path, os.X_OK):
         raise ToolError(f"{path} is missing or not executable")
     return path
