@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck imports pytest controlplane protos bench clean
+.PHONY: demo test lint typecheck imports pytest controlplane protos bench clean kubectl promtool rules
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required (set PYTHON=...)")'
@@ -28,6 +28,19 @@ demo: $(VENV)/.installed-runtime
 controlplane:
 	@tests/controlplane/build.sh >/dev/null
 
+# kubectl at the control plane's pinned version (manifest tests; after controlplane, so
+# the Go caches are warm), and promtool + prometheus (Debian's package; apt-get if missing).
+kubectl: controlplane
+	@tests/controlplane/build-kubectl.sh >/dev/null
+
+promtool:
+	@tests/prometheus/install.sh >/dev/null
+
+# The exporter's alerting rules: valid, and their unit tests pass.
+rules: promtool
+	promtool check rules manifests/exporter/alerts/numa-exporter.rules.yaml
+	promtool test rules tests/prometheus/rules.test.yaml
+
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -39,11 +52,16 @@ imports: $(VENV)/.installed-dev
 	$(BIN)/lint-imports
 
 pytest: $(VENV)/.installed-dev
-	NUMA_TESTKIT_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" $(BIN)/pytest
+	NUMA_TESTKIT_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" \
+	NUMA_TESTKIT_KUBECTL="$$(tests/controlplane/build-kubectl.sh)" \
+	NUMA_TESTKIT_PROMETHEUS_BIN="$$(tests/prometheus/install.sh)" \
+	$(BIN)/pytest
 
 test: $(VENV)/.installed-dev
 	tests/controlplane/build.sh >/dev/null
-	$(MAKE) --no-print-directory lint typecheck imports pytest
+	tests/controlplane/build-kubectl.sh >/dev/null
+	tests/prometheus/install.sh >/dev/null
+	$(MAKE) --no-print-directory lint typecheck imports rules pytest
 
 protos: $(VENV)/.installed-dev
 	$(BIN)/python -m protos.generate
