@@ -162,3 +162,30 @@ def test_cli_reports_a_bad_daemonset_file(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.exit_code == 1
     assert f"{bad}: expected one DaemonSet, found 0" in result.output
+
+
+def test_scheduler_reads_its_in_cluster_kubeconfig_and_default_args() -> None:
+    """The scheduler's kubeconfig names the pod's own projected token and CA, and its
+    shipped plugin arguments are the defaults."""
+    from exporter.kubeconfig import from_kubeconfig
+    from fakenrt.scheduler.args import PluginArgs, parse_args
+
+    config = from_kubeconfig(HARNESS / "scheduler-kubeconfig.yaml")
+    secrets = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+    assert config.server == "https://kubernetes.default.svc"
+    assert (config.ca_file, config.token_file) == (secrets / "ca.crt", secrets / "token")
+    docs = list(yaml.safe_load_all((HARNESS / "scheduler-args.yaml").read_text()))
+    assert [d for d in docs if d is not None] == []
+    assert parse_args(None, source="scheduler-args.yaml") == PluginArgs()
+    scheduler = _docs(HARNESS / "scheduler.yaml")[0]
+    args = scheduler["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--kubeconfig=/etc/fakenrt/scheduler/kubeconfig.yaml" in args
+    assert "--args=/etc/fakenrt/scheduler/args.yaml" in args
+    kustomization = yaml.safe_load((HARNESS / "kustomization.yaml").read_text())
+    (generator,) = [
+        g for g in kustomization["configMapGenerator"] if g["name"] == "fakenrt-scheduler"
+    ]
+    assert sorted(generator["files"]) == [
+        "args.yaml=scheduler-args.yaml",
+        "kubeconfig.yaml=scheduler-kubeconfig.yaml",
+    ]
