@@ -53,15 +53,24 @@ def manifest_namespaces(api_client: client.ApiClient) -> list[str]:
 
 #: Kinds applied for real by ``harness_identities``: the accounts and what binds them.
 IDENTITY_KINDS = frozenset(
-    {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+    {
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    }
 )
 
 
 @pytest.fixture(scope="session")
 def harness_identities(kubectl: Kubectl, manifest_namespaces: list[str]) -> list[str]:
-    """manifests/harness's namespace, ServiceAccounts and RBAC applied for real (the
-    workloads are not: no controller-manager runs here to start them). Returns the
-    ServiceAccount names."""
+    """manifests/harness's namespace, ServiceAccounts, RBAC and admission policy applied
+    for real (the workloads are not: no controller-manager runs here to start them).
+    Returns the ServiceAccount names."""
     objects = [o for o in kubectl.render(MANIFESTS / "harness") if o["kind"] in IDENTITY_KINDS]
     kubectl.run(
         "apply", "--server-side", "--force-conflicts", "-f", "-",

@@ -5,7 +5,9 @@ has)."""
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Mapping
 
 import pytest
 from kubernetes import client
@@ -15,6 +17,7 @@ from tests.controlplane.helpers import (
     ensure_namespace,
     ensure_service_account,
     impersonating_client,
+    token_client,
 )
 
 pytestmark = [pytest.mark.controlplane]
@@ -125,3 +128,57 @@ def test_account_holds_exactly_its_permissions(
     base_resources, base_urls = baseline[namespace]
     assert resources - base_resources == expected
     assert urls == base_urls
+
+
+def test_exporter_may_change_only_the_observed_annotations(
+    control_plane: ControlPlane,
+    api_client: client.ApiClient,
+    harness_identities: list[str],
+    namespace: str,
+) -> None:
+    """RBAC lets the exporter patch any pod; the harness's admission policy narrows that to
+    the two observed annotations, as the production policy does."""
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_pod(
+        namespace,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "annotations": {"keep": "me"}},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+        },
+    )
+    token = core.create_namespaced_service_account_token(
+        "fakenrt-exporter",
+        NS,
+        client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[])),
+    ).status.token
+    exporter = token_client(control_plane, token)
+    pods = client.CoreV1Api(exporter)
+
+    def refused(body: Mapping[str, object]) -> str:
+        try:
+            pods.patch_namespaced_pod("p", namespace, body)
+        except client.ApiException as exc:
+            assert exc.status == 403, exc.body
+            return str(exc.body)
+        return ""
+
+    label = {"metadata": {"labels": {"stolen": "yes"}}}
+    deadline = time.monotonic() + 30  # the policy is enforced once the server has loaded it
+    while not (message := refused(label)):
+        assert time.monotonic() < deadline, "a label change by the exporter was allowed"
+        core.patch_namespaced_pod("p", namespace, {"metadata": {"labels": None}})
+        time.sleep(0.2)
+    assert "may not change a pod's spec, labels" in message
+    assert "may only change the annotations" in refused(
+        {"metadata": {"annotations": {"keep": "changed"}}}
+    )
+    assert "may only change the annotations" in refused(
+        {"metadata": {"annotations": {"keep": None}}}
+    )
+    observed = {"kai.scheduler/numa-placement-observed": "[]"}
+    pods.patch_namespaced_pod("p", namespace, {"metadata": {"annotations": observed}})
+    annotations = core.read_namespaced_pod("p", namespace).metadata.annotations
+    assert annotations == {"keep": "me", **observed}
+    exporter.close()
