@@ -170,12 +170,16 @@ class _Accumulator:
             self.take(whole)
 
     def take_partial_uncore(self, uncore: int) -> None:
-        """The first ``needed`` free cores (by id) of the uncore cache; their free CPUs,
-        trimmed to ``needed`` by id, are taken only if they are exactly enough
-        (``CPUDetails.CoresNeededInUncoreCache``)."""
+        """The first ceil(needed / CPUs per core) free cores (by id) of the uncore cache;
+        their free CPUs - for an odd need on SMT, without the highest - are taken only if
+        they are exactly enough (``takePartialUncore``, ``CoresNeededInUncoreCache``)."""
+        per_core = self.topo.cpus_per_core
+        cores_needed = (self.needed + per_core - 1) // per_core
         cores = sorted({self._core(c) for c in self.free if self.topo.uncore_of[c] == uncore})
-        cores = cores[: self.needed]
-        cpus = sorted(c for c in self.free if self._core(c) in set(cores))[: self.needed]
+        chosen = set(cores[:cores_needed])
+        cpus = sorted(c for c in self.free if self._core(c) in chosen)
+        if self.needed % 2 and per_core > 1 and len(cpus) > self.needed:
+            cpus = cpus[:-1]
         if len(cpus) == self.needed:
             self.take(cpus)
 

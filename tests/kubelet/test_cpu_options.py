@@ -1,0 +1,292 @@
+"""CPU Manager static policy options (``cpumanager/policy_options.go``,
+``policy_static.go``, ``cpu_assignment.go``): tables transcribed from the kubelet's unit
+tests where they exist (named per case), hand-checked cases otherwise, and properties."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fakenrt.kubelet.bitmask import BitMask
+from fakenrt.kubelet.cpu_assignment import take_by_topology, take_cpus, take_distributed
+from fakenrt.kubelet.hints import TopologyHint
+from fakenrt.kubelet.node import NodeState
+from fakenrt.kubelet.provider import AdmissionErrorCode
+from fakenrt.kubelet.provider_cpu import CpuProvider, generate_hints
+from fakenrt.kubelet.topology import CpuTopology
+from fakenrt.profiles.cputopology import zones_topology
+from fakenrt.profiles.model import CpuInfo, CpuPolicyOptions
+from tests.kubelet.builders import container, node, pod
+
+FULL = CpuPolicyOptions(full_pcpus_only=True)
+
+
+def dual_socket_ht() -> CpuTopology:
+    """``topoDualSocketHT`` of the kubelet's tests: 12 CPUs, CPU i on core i%6 and socket
+    (= NUMA node) i%2; siblings (0,6), (1,7), ..."""
+    return CpuTopology({i: CpuInfo(cpu=i, core=i % 6, socket=i % 2, numa=i % 2) for i in range(12)})
+
+
+def single_socket_ht() -> CpuTopology:
+    """``topoSingleSocketHT``: 8 CPUs, siblings (0,4), (1,5), (2,6), (3,7)."""
+    return CpuTopology({i: CpuInfo(cpu=i, core=i % 4, socket=0, numa=0) for i in range(8)})
+
+
+def dual_socket_multi_numa_ht() -> CpuTopology:
+    """``topoDualSocketMultiNumaPerSocketHT`` (dual Xeon Gold 6230): NUMA n has CPUs
+    10n..10n+9 and 40+10n..; two NUMA nodes per socket."""
+    zones = [
+        (n, frozenset(range(10 * n, 10 * n + 10)) | frozenset(range(40 + 10 * n, 50 + 10 * n)))
+        for n in range(4)
+    ]
+    return CpuTopology(zones_topology(zones, threads_per_core=2, numa_nodes_per_socket=2))
+
+
+def _hint(*numa: int) -> TopologyHint:
+    return TopologyHint(BitMask.of(*numa), True)
+
+
+def _guaranteed(cpus: int):  # type: ignore[no-untyped-def]
+    p = pod("p", container("c", cpu=cpus))
+    return p, p.containers[0]
+
+
+# TestStaticPolicyAdd, smtalignOptionTestCases (policy_static_test.go)
+@pytest.mark.parametrize(
+    ("topo", "reserved", "default", "cpus", "error", "expected"),
+    [
+        pytest.param(
+            single_socket_ht(), {0}, set(range(8)), 1,
+            "SMT Alignment Error: requested 1 cpus not multiple cpus per core = 2", None,
+            id="GuPodSingleCore, SingleSocketHT, ExpectAllocOneCPU",
+        ),
+        pytest.param(
+            dual_socket_ht(), {1, 6}, {0, 2, 3, 4, 5, 7, 8, 9, 10, 11}, 10,
+            "SMT Alignment Error: not enough free physical CPUs: available physical CPUs = 8, "
+            "requested CPUs = 10, CPUs per core = 2", None,
+            id="GuPodManyCores, topoDualSocketHT, ExpectDoNotAllocPartialCPU",
+        ),
+        pytest.param(
+            dual_socket_ht(), {0, 6}, {1, 2, 3, 4, 5, 7, 8, 9, 10, 11}, 10, None,
+            {1, 2, 3, 4, 5, 7, 8, 9, 10, 11},
+            id="GuPodManyCores, topoDualSocketHT, ExpectAllocAllCPUs",
+        ),
+    ],
+)  # fmt: skip
+def test_full_pcpus_only(
+    *,
+    topo: CpuTopology,
+    reserved: set[int],
+    default: set[int],
+    cpus: int,
+    error: str | None,
+    expected: set[int] | None,
+) -> None:
+    provider = CpuProvider(topo, frozenset(reserved), frozenset(default | reserved), FULL)
+    p, c = _guaranteed(cpus)
+    if error is not None:
+        with pytest.raises(AdmissionErrorCode) as exc:
+            provider.allocate(p, c, TopologyHint(None, True))
+        assert exc.value.reason == "SMTAlignmentError"
+        assert str(exc.value) == error
+        assert c.name not in provider.assigned
+    else:
+        provider.allocate(p, c, TopologyHint(None, True))
+        assert provider.assigned[c.name] == frozenset(expected or ())
+
+
+# TestStaticPolicyAdd, alignBySocketOptionTestCases
+@pytest.mark.parametrize(
+    ("align", "expected"),
+    [
+        pytest.param(True, {2, 11}, id="Align by socket: true"),
+        pytest.param(False, {2, 21}, id="Align by socket: false"),
+    ],
+)
+def test_align_by_socket_allocation(align: bool, expected: set[int]) -> None:
+    options = CpuPolicyOptions(align_by_socket=align)
+    provider = CpuProvider(
+        dual_socket_multi_numa_ht(), frozenset({0}), frozenset({0, 2, 11, 21, 22}), options
+    )
+    p, c = _guaranteed(2)
+    provider.allocate(p, c, _hint(0, 2))
+    assert provider.assigned[c.name] == expected
+
+
+def test_align_by_socket_prefers_socket_aligned_hints() -> None:
+    """24 CPUs need 2 NUMA nodes of 20: without the option only width-2 masks are
+    preferred; with it, {0,1} (one socket) stays preferred and {0,2} (two sockets) not;
+    a 3-NUMA mask inside 2 sockets is not preferred either way (needs 1 socket)."""
+    topo = dual_socket_multi_numa_ht()
+    free = frozenset(topo.cpus)
+    plain = {
+        h.affinity.bits(): h.preferred
+        for h in generate_hints(topo, free, frozenset(), 24)
+        if h.affinity
+    }
+    aligned = {
+        h.affinity.bits(): h.preferred
+        for h in generate_hints(topo, free, frozenset(), 24, align_by_socket=True)
+        if h.affinity
+    }
+    assert plain[(0, 1)] and plain[(0, 2)]
+    assert aligned[(0, 1)] and aligned[(2, 3)]
+    # isHintSocketAligned only adds preference; width-2 masks stay preferred
+    assert aligned[(0, 2)]
+    assert not aligned[(0, 1, 2)] and not plain[(0, 1, 2)]
+
+
+def test_align_by_socket_widens_preference_to_the_socket() -> None:
+    """A 4-CPU request fits one NUMA node (min width 1, one socket): every mask inside one
+    socket - {0,1} included - becomes preferred, masks across sockets do not."""
+    topo = dual_socket_multi_numa_ht()
+    free = frozenset(topo.cpus)
+    hints = {
+        h.affinity.bits(): h.preferred
+        for h in generate_hints(topo, free, frozenset(), 4, align_by_socket=True)
+        if h.affinity
+    }
+    assert hints[(0,)] and hints[(0, 1)] and hints[(2, 3)]
+    assert not hints[(1, 2)] and not hints[(0, 1, 2, 3)]
+
+
+def test_spread_takes_threads_of_distinct_cores() -> None:
+    """distribute-cpus-across-cores: the "spread" sorting skips whole cores and takes
+    CPUs by id per socket, so 2 CPUs land on two cores (packed: one core)."""
+    topo = dual_socket_ht()
+    free = frozenset(topo.cpus)
+    assert take_by_topology(topo, free, 2) == {0, 6}
+    assert take_by_topology(topo, free, 2, spread=True) == {0, 2}
+    assert take_by_topology(topo, free, 4, spread=True) == {0, 2, 4, 6}
+
+
+def _uncore_topology() -> CpuTopology:
+    """One socket, one NUMA node, 8 cores without SMT, 4 cores per uncore cache."""
+    return CpuTopology(
+        {i: CpuInfo(cpu=i, core=i, socket=0, numa=0, uncore=i // 4) for i in range(8)}
+    )
+
+
+@pytest.mark.parametrize(
+    ("free", "count", "packed", "aligned"),
+    [
+        # cache 0 has 2 free, cache 1 has 4: packed fills the fuller part (0,1 then 4);
+        # uncore alignment keeps 3 CPUs inside cache 1
+        pytest.param({0, 1, 4, 5, 6, 7}, 3, {0, 1, 4}, {4, 5, 6}, id="partial uncore cache fits"),
+        # a whole free cache is taken first when the request covers it
+        pytest.param(
+            {0, 1, 4, 5, 6, 7}, 5, {0, 1, 4, 5, 6}, {4, 5, 6, 7, 0}, id="full uncore cache first"
+        ),
+        # nothing fits in one cache: fall through to cores
+        pytest.param({0, 1, 4, 5}, 3, {0, 1, 4}, {0, 1, 4}, id="no cache big enough"),
+    ],
+)
+def test_prefer_align_cpus_by_uncorecache(
+    free: set[int], count: int, packed: set[int], aligned: set[int]
+) -> None:
+    topo = _uncore_topology()
+    assert take_by_topology(topo, frozenset(free), count) == packed
+    assert take_by_topology(topo, frozenset(free), count, uncore=True) == aligned
+
+
+def test_without_cache_ids_the_uncore_cache_is_the_socket() -> None:
+    topo = dual_socket_ht()
+    assert topo.uncore_cpus == topo.socket_cpus
+
+
+def _two_numa() -> CpuTopology:
+    return CpuTopology({i: CpuInfo(cpu=i, core=i, socket=i // 4, numa=i // 4) for i in range(8)})
+
+
+@pytest.mark.parametrize(
+    ("free", "count", "group", "expected"),
+    [
+        pytest.param(
+            set(range(8)), 6, 1, {0, 1, 2, 4, 5, 6}, id="spread evenly over two NUMA nodes"
+        ),
+        pytest.param(set(range(8)), 4, 1, {0, 1, 2, 3}, id="fits one NUMA node: not spread"),
+        pytest.param(
+            set(range(8)), 7, 1, {0, 1, 2, 3, 4, 5, 6}, id="remainder to the first NUMA node"
+        ),
+        pytest.param({0, 1, 2, 4, 5, 6, 7}, 6, 1, {0, 1, 2, 4, 5, 6}, id="balance the remainder"),
+        pytest.param(
+            set(range(8)), 5, 2, {0, 1, 2, 3, 4}, id="not a multiple of the group: packed"
+        ),
+    ],
+)
+def test_distribute_cpus_across_numa(
+    free: set[int], count: int, group: int, expected: set[int]
+) -> None:
+    assert take_distributed(_two_numa(), frozenset(free), count, group) == expected
+
+
+def test_take_cpus_dispatches_on_options() -> None:
+    topo = _two_numa()
+    free = frozenset(topo.cpus)
+    assert take_cpus(topo, free, 6, CpuPolicyOptions()) == {0, 1, 2, 3, 4, 5}
+    distributed = CpuPolicyOptions(distribute_cpus_across_numa=True)
+    assert take_cpus(topo, free, 6, distributed) == {0, 1, 2, 4, 5, 6}
+
+
+def test_smt_alignment_error_on_a_node() -> None:
+    """The real kubelet's verdict (notes/real-kubelet.md): full-pcpus-only rejects 3
+    CPUs on an SMT-2 node with SMTAlignmentError; the CPUs are not held."""
+    profile = node(zones=2, cpus_per_zone=8, threads=2, cpu_options=FULL, policy="single-numa-node")
+    state = NodeState.from_profile(profile)
+    result = state.admit(pod("odd", container("c", cpu=3)))
+    assert not result.admit
+    assert result.reason == "SMTAlignmentError"
+    assert result.message == "SMT Alignment Error: requested 3 cpus not multiple cpus per core = 2"
+    ok = state.admit(pod("even", container("c", cpu=4)))
+    assert ok.admit and ok.allocation is not None
+    cpus = ok.allocation.containers[0].cpus
+    assert CpuTopology(profile.cpu_topology).physical_cpus_of(cpus) == cpus
+
+
+OPTION_SETS = [
+    CpuPolicyOptions(),
+    FULL,
+    CpuPolicyOptions(distribute_cpus_across_numa=True),
+    CpuPolicyOptions(distribute_cpus_across_numa=True, full_pcpus_only=True),
+    CpuPolicyOptions(distribute_cpus_across_cores=True),
+    CpuPolicyOptions(prefer_align_cpus_by_uncorecache=True, full_pcpus_only=True),
+    CpuPolicyOptions(align_by_socket=True),
+]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(OPTION_SETS),
+    st.integers(1, 4),
+    st.integers(1, 4),
+    st.lists(st.integers(1, 8), min_size=1, max_size=6),
+)
+def test_options_give_distinct_whole_requests(
+    options: CpuPolicyOptions, zones: int, cores: int, requests: list[int]
+) -> None:
+    """Whatever the options, an admitted container gets exactly its CPUs, none reserved
+    or held by another pod; with full-pcpus-only (reserved CPUs whole cores) every
+    allocation is a union of whole cores."""
+    profile = node(
+        zones=zones,
+        cpus_per_zone=2 * cores,
+        threads=2,
+        cpu_options=options,
+        policy="none",
+        reserved=frozenset({0, zones * cores}),
+    )
+    state = NodeState.from_profile(profile)
+    topo = CpuTopology(profile.cpu_topology)
+    held: set[int] = set()
+    for i, n in enumerate(requests):
+        result = state.admit(pod(f"p{i}", container("c", cpu=n, memory="1Mi")))
+        if not result.admit:
+            continue
+        assert result.allocation is not None
+        cpus = result.allocation.containers[0].cpus
+        assert len(cpus) == n
+        assert not cpus & held and not cpus & {0, zones * cores}
+        held |= cpus
+        if options.full_pcpus_only:
+            assert topo.physical_cpus_of(cpus) == cpus
