@@ -237,7 +237,7 @@ def check_node_kubelet(
         # policy_options.go ValidateStaticPolicyOptions
         if cfg.topology_manager_policy == "single-numa-node":
             raise FieldError(
-                "kubelet.cpuManagerPolicyOptions.align-by-socket",
+                child("kubelet.cpuManagerPolicyOptions", ALIGN_BY_SOCKET),
                 "Topology manager single-numa-node policy is incompatible with CPUManager "
                 "align-by-socket policy option",
             )
@@ -245,7 +245,7 @@ def check_node_kubelet(
         numas = {i.numa for i in topology.values()}
         if len(sockets) > len(numas):
             raise FieldError(
-                "kubelet.cpuManagerPolicyOptions.align-by-socket",
+                child("kubelet.cpuManagerPolicyOptions", ALIGN_BY_SOCKET),
                 "Align by socket is not compatible with hardware where number of sockets are "
                 "more than number of NUMA",
             )
