@@ -290,3 +290,117 @@ def test_options_give_distinct_whole_requests(
         held |= cpus
         if options.full_pcpus_only:
             assert topo.physical_cpus_of(cpus) == cpus
+
+
+def _cpus(text: str) -> frozenset[int]:
+    from exporter.cpulist import parse_cpulist
+
+    return frozenset(parse_cpulist(text))
+
+
+def dual_socket_no_ht() -> CpuTopology:
+    """``topoDualSocketNoHT``: 8 CPUs, 0-3 on socket (= NUMA node) 0, 4-7 on socket 1."""
+    return CpuTopology({i: CpuInfo(cpu=i, core=i, socket=i // 4, numa=i // 4) for i in range(8)})
+
+
+# TestTakeByTopologyWithSpreadPhysicalCPUsPreferredOption (cpu_assignment_test.go)
+@pytest.mark.parametrize(
+    ("topo", "available", "count", "expected"),
+    [
+        pytest.param(single_socket_ht(), "0-7", 3, "0-2", id="single socket with HT, 3 cpus"),
+        pytest.param(dual_socket_ht(), "0-11", 2, "0,2", id="dual socket with HT, 2 cpus"),
+        pytest.param(dual_socket_ht(), "0-11", 3, "0,2,4", id="dual socket with HT, 3 cpus"),
+        pytest.param(dual_socket_ht(), "0-11", 6, "0,2,4,6,8,10", id="dual socket HT, 6 cpus"),
+        pytest.param(dual_socket_ht(), "0-11", 8, "0-4,6,8,10", id="dual socket with HT, 8 cpus"),
+        pytest.param(dual_socket_no_ht(), "0-7", 2, "0-1", id="dual socket without HT, 2 cpus"),
+        pytest.param(
+            dual_socket_multi_numa_ht(), "0-79", 8, "0-7", id="multi numa per socket and HT"
+        ),
+    ],
+)
+def test_spread_upstream_table(
+    *, topo: CpuTopology, available: str, count: int, expected: str
+) -> None:
+    assert take_by_topology(topo, _cpus(available), count, spread=True) == _cpus(expected)
+
+
+# TestTakeByTopologyNUMADistributed and commonTakeByTopologyExtendedTestCases
+# (cpu_assignment_test.go), with the packed sorting strategy
+@pytest.mark.parametrize(
+    ("topo", "available", "count", "group", "expected"),
+    [
+        pytest.param(
+            dual_socket_ht(), "0-11", 8, 1, "0-3,6-9",
+            id="allocate 4 full cores with 2 distributed across each NUMA node",
+        ),
+        pytest.param(
+            dual_socket_multi_numa_ht(), "0-79", 64, 1,
+            "0-7,10-17,20-27,30-37,40-47,50-57,60-67,70-77",
+            id="allocate 32 full cores with 8 distributed across each NUMA node",
+        ),
+        pytest.param(
+            dual_socket_multi_numa_ht(), "0-79", 48, 1, "0-7,10-17,20-27,40-47,50-57,60-67",
+            id="allocate 24 full cores with 8 distributed across the first 3 NUMA nodes",
+        ),
+        pytest.param(
+            dual_socket_multi_numa_ht(), "1-29,32-39,41-69,72-79", 48, 1,
+            "1-8,10-17,20-27,41-48,50-57,60-67",
+            id="24 full cores across the first 3 NUMA nodes (all but 2 from the first)",
+        ),
+        pytest.param(
+            dual_socket_multi_numa_ht(), "2-29,31-39,42-69,71-79", 48, 1,
+            "10-17,20-27,31-38,50-57,60-67,71-78",
+            id="24 full cores across the last 3 NUMA nodes",
+        ),
+        pytest.param(
+            dual_socket_multi_numa_ht(), "0-2,10-12,20-22,30-32,40-41,50-51,60-61,70-71", 16, 1,
+            "0-1,10-11,20-21,30-31,40-41,50-51,60-61,70-71",
+            id="allocate 8 full cores with 2 distributed across each NUMA node",
+        ),
+        pytest.param(
+            dual_socket_ht(), "1-5,7-11", 1, 1, "1",
+            id="take one cpu from dual socket with HT - core from Socket 0",
+        ),
+        pytest.param(
+            dual_socket_ht(), "1-5,7-11", 1, 2, "2",
+            id="take one cpu from dual socket with HT - core from Socket 0 - cpuGroupSize 2",
+        ),
+        pytest.param(
+            dual_socket_multi_numa_ht(), "0-79", 26, 1, "0-6,10-16,40-45,50-55",
+            id="allocate 13 full cores distributed across the first 2 NUMA nodes",
+        ),
+        pytest.param(
+            dual_socket_multi_numa_ht(), "0-79", 26, 2, "0-6,10-15,40-46,50-55",
+            id="13 full cores across the first 2 NUMA nodes (cpuGroupSize 2)",
+        ),
+        pytest.param(
+            dual_socket_multi_numa_ht(), "0-79", 62, 1,
+            "0-7,10-17,20-27,30-37,40-47,50-57,60-66,70-76",
+            id="31 full cores, 1 CPU spilling over to each of NUMA 0, 1",
+        ),
+        pytest.param(
+            dual_socket_multi_numa_ht(), "0-79", 62, 2,
+            "0-7,10-17,20-27,30-36,40-47,50-57,60-67,70-76",
+            id="31 full cores, 2 CPUs spilling over to NUMA 0, 1, 2 (cpuGroupSize 2)",
+        ),
+        pytest.param(
+            dual_socket_multi_numa_ht(), "0-8,10-18,20-39,40-48,50-58,60-79", 62, 1,
+            "0-7,10-17,20-27,30-37,40-46,50-56,60-67,70-77",
+            id="31 full cores, 1 CPU spilling over to NUMA 2, 3 (to keep balance)",
+        ),
+        pytest.param(
+            dual_socket_multi_numa_ht(), "0-8,10-18,20-39,40-48,50-58,60-79", 62, 2,
+            "0-7,10-16,20-27,30-37,40-47,50-56,60-67,70-77",
+            id="31 full cores, 2 CPUs spilling over to NUMA 0, 2, 3 (cpuGroupSize 2)",
+        ),
+        pytest.param(
+            dual_socket_multi_numa_ht(), "0-3,10-13,20-23,30-36,40-43,50-53,60-63,70-76", 34, 1,
+            "0-3,10-13,20-23,30-34,40-43,50-53,60-63,70-74",
+            id="ensure bestRemainder chosen with NUMA nodes that have enough CPUs",
+        ),
+    ],
+)  # fmt: skip
+def test_distributed_upstream_table(
+    *, topo: CpuTopology, available: str, count: int, group: int, expected: str
+) -> None:
+    assert take_distributed(topo, _cpus(available), count, group) == _cpus(expected)
