@@ -404,3 +404,70 @@ def test_distributed_upstream_table(
     *, topo: CpuTopology, available: str, count: int, group: int, expected: str
 ) -> None:
     assert take_distributed(topo, _cpus(available), count, group) == _cpus(expected)
+
+
+def _uncore_topo(*, smt: bool, sockets: int, numa_per_socket: int) -> CpuTopology:
+    """The uncore test topologies of the kubelet's policy_test.go: 16 CPUs, 4 cores per
+    uncore cache (ids 0..), cores and caches numbered in CPU order; with SMT, CPUs 8-15 are
+    the siblings of 0-7 (``topoUncoreSingleSocketSMT``)."""
+    out: dict[int, CpuInfo] = {}
+    cores = 8 if smt else 16
+    numa_count = sockets * numa_per_socket
+    for cpu in range(16):
+        core = cpu % cores
+        numa = core * numa_count // cores
+        out[cpu] = CpuInfo(
+            cpu=cpu, core=core, socket=numa // numa_per_socket, numa=numa, uncore=core // 4
+        )
+    return CpuTopology(out)
+
+
+def _one_uncore(topo: CpuTopology) -> CpuTopology:
+    """A topology literal without uncore ids: Go's zero value puts every CPU in cache 0."""
+    return CpuTopology(
+        {c: CpuInfo(i.cpu, i.core, i.socket, i.numa, 0) for c, i in topo.cpus.items()}
+    )
+
+
+# TestTakeByTopologyNUMAPacked, "Test cases for PreferAlignByUncoreCache" (cpu_assignment_test.go)
+@pytest.mark.parametrize(
+    ("topo", "available", "count", "expected"),
+    [
+        pytest.param(
+            _uncore_topo(smt=False, sockets=1, numa_per_socket=1), "1-15", 10, "1-2,4-11",
+            id="take cpus from two full UncoreCaches and partial from a single UncoreCache",
+        ),
+        pytest.param(
+            _one_uncore(dual_socket_ht()), "1-5,7-11", 1, "1",
+            id="take one cpu from dual socket with HT - core from Socket 0",
+        ),
+        pytest.param(
+            _uncore_topo(smt=False, sockets=2, numa_per_socket=1), "0-15", 4, "0-3",
+            id="take first available UncoreCache from first socket",
+        ),
+        pytest.param(
+            _uncore_topo(smt=False, sockets=2, numa_per_socket=1), "2-15", 6, "2-7",
+            id="take all available UncoreCache from first socket",
+        ),
+        pytest.param(
+            _uncore_topo(smt=False, sockets=2, numa_per_socket=1), "8-15", 4, "8-11",
+            id="take first available UncoreCache from second socket",
+        ),
+        pytest.param(
+            _uncore_topo(smt=False, sockets=1, numa_per_socket=2), "3-8,12", 2, "4-5",
+            id="take first available UncoreCache from available NUMA",
+        ),
+        pytest.param(
+            _uncore_topo(smt=True, sockets=1, numa_per_socket=1), "2-7,10-15", 6, "4-6,12-14",
+            id="best available UncoreCache group of a single socket - SMT enabled",
+        ),
+        pytest.param(
+            _uncore_topo(smt=True, sockets=1, numa_per_socket=1), "1-7,9-15", 10, "1,4-7,9,12-15",
+            id="take cpus from multiple UncoreCache of single socket - SMT enabled",
+        ),
+    ],
+)  # fmt: skip
+def test_uncore_upstream_table(
+    *, topo: CpuTopology, available: str, count: int, expected: str
+) -> None:
+    assert take_by_topology(topo, _cpus(available), count, uncore=True) == _cpus(expected)
