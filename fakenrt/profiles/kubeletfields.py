@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import struct
 from collections.abc import Mapping
 
 from exporter.quantities import QuantityError, parse_decimal
@@ -64,6 +65,11 @@ _RESERVATION_KEYS = ("numaNode", "limits")
 _PERCENT = re.compile(r"^([0-9]+(?:\.[0-9]+)?)%$")
 #: Upper bounds that keep hostile sizes bad input (no reservation is larger than this).
 _MAX_MILLICPU = 1 << 40
+
+
+def _float32(value: float) -> float:
+    """``value`` rounded to a Go float32."""
+    return float(struct.unpack("f", struct.pack("f", value))[0])
 
 
 def _option_text(raw: object, field: str) -> str:
@@ -175,10 +181,11 @@ def parse_eviction_hard(value: object) -> EvictionThreshold | None:
     if isinstance(raw, str):
         match = _PERCENT.match(raw.strip())
         if match:
-            percent = float(match.group(1))
-            if percent > 100:
+            if float(match.group(1)) > 100:
                 raise FieldError(field, f"{raw!r}: a percentage must not exceed 100%")
-            return EvictionThreshold(percentage=percent / 100)
+            percent = _float32(float(match.group(1)))
+            # eviction helpers.go parsePercentage: float32(value) / 100, in float32
+            return EvictionThreshold(percentage=_float32(percent / 100))
     return EvictionThreshold(amount=read_quantity(raw, field))
 
 

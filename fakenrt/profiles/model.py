@@ -37,7 +37,9 @@ class EvictionThreshold:
     percentage: float | None = None
 
     def bytes_of(self, capacity: int) -> int:
-        """The reservation it makes (``hardEvictionReservation``)."""
+        """The reservation it makes: ``GetThresholdQuantity`` in
+        ``pkg/kubelet/eviction/api/types.go`` (capacity times the percentage, the latter a
+        Go float32 as the kubelet parses it, truncated)."""
         if self.amount is not None:
             return self.amount
         return int(capacity * (self.percentage or 0.0))

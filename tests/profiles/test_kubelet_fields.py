@@ -123,7 +123,9 @@ def test_eviction_percentage_of_capacity() -> None:
     profile = _parse(
         _node({"memoryManagerPolicy": "None", "evictionHard": {"memory.available": "10%"}})
     )
-    assert node_allocatable(profile)["memory"] == 16 * GI - int(16 * GI * 0.1)
+    # 10% is a Go float32 (0.100000001...): 16Gi * that, truncated, is 1717986944, not
+    # the exact 1717986918
+    assert node_allocatable(profile)["memory"] == 16 * GI - 1717986944
 
 
 def test_foreign_requests() -> None:
@@ -260,6 +262,14 @@ ERROR_CASES = [
         'kubelet.evictionHard["memory.available"]',
         "must not exceed 100%",
         id="eviction-over-100",
+    ),
+    pytest.param(
+        _node(
+            {"memoryManagerPolicy": "None", "evictionHard": {"memory.available": "9" * 400 + "%"}}
+        ),
+        'kubelet.evictionHard["memory.available"]',
+        "must not exceed 100%",
+        id="eviction-huge",
     ),
     pytest.param(
         _node({"systemReserved": {"cpu": "64"}}),
