@@ -11,6 +11,7 @@ import math
 import re
 import struct
 from collections.abc import Mapping
+from decimal import Decimal
 
 from exporter.quantities import QuantityError, parse_decimal
 from fakenrt.profiles.fields import FieldError, check_keys, child, describe, mapping, sequence
@@ -146,10 +147,10 @@ def _millicpu(raw: object, field: str) -> int:
         amount = parse_decimal(raw)
     except QuantityError:
         raise FieldError(field, f"{describe(raw)} is not a Kubernetes quantity") from None
-    millis = math.ceil(amount * 1000)
-    if millis < 0 or millis > _MAX_MILLICPU:
-        raise FieldError(field, f"{describe(raw)} is out of range")
-    return millis
+    # compared as a Decimal first: a hostile exponent (1e999999999) must not become an int
+    if amount < 0 or amount > Decimal(_MAX_MILLICPU) / 1000:
+        raise FieldError(field, f"{describe(raw)} is out of range (0 to {_MAX_MILLICPU}m)")
+    return math.ceil(amount * 1000)
 
 
 def parse_reserved(value: object, field: str) -> dict[str, int]:

@@ -284,6 +284,12 @@ ERROR_CASES = [
         id="foreign-unknown",
     ),
     pytest.param(
+        _node(foreignRequests={"cpu": "1e999999999"}),
+        "foreignRequests.cpu",
+        "out of range",
+        id="foreign-hostile-cpu",
+    ),
+    pytest.param(
         _node(foreignRequests={"cpu": "lots"}),
         "foreignRequests.cpu",
         "not a Kubernetes quantity",
