@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fakenrt.profiles import ProfileError, parse_profiles
 from fakenrt.profiles.model import CpuPolicyOptions, EvictionThreshold, NodeProfile
@@ -311,3 +313,35 @@ def test_errors_name_the_field(*, node: dict[str, Any], field: str, detail: str)
     assert exc.value.node == "n1"
     assert exc.value.field == field
     assert detail in exc.value.detail
+
+
+@given(
+    system=st.integers(0, 4 * GI),
+    kube=st.integers(0, 4 * GI),
+    eviction=st.integers(0, GI),
+    split=st.integers(0, 100),
+    hugepages=st.integers(0, 4),
+)
+def test_consistent_reservations_leave_the_zones_allocatable(
+    *, system: int, kube: int, eviction: int, split: int, hugepages: int
+) -> None:
+    """With the Static Memory Manager the kubelet insists that reservedMemory adds up to
+    systemReserved + kubeReserved + evictionHard; then the Node's allocatable memory is
+    exactly what the zones can hand out, and capacity - allocatable is the reservation
+    plus the hugepages."""
+    total = system + kube + eviction
+    on_zero = total * split // 100
+    limits = [(0, on_zero), (1, total - on_zero)]
+    kubelet = {
+        "systemReserved": {"memory": system},
+        "kubeReserved": {"memory": kube},
+        "evictionHard": {"memory.available": str(eviction)},
+        "reservedMemory": [{"numaNode": n, "limits": {"memory": m}} for n, m in limits if m],
+    }
+    node = _node(kubelet)
+    node["zones"][1]["hugepages-2Mi"] = f"{2 * hugepages}Mi"
+    profile = _parse(node)
+    capacity, allocatable = node_capacity(profile), node_allocatable(profile)
+    assert allocatable["memory"] == sum(a["memory"] for a in zone_allocatable(profile).values())
+    assert capacity["memory"] - allocatable["memory"] == total + hugepages * 2 * MI
+    assert sum(c["memory"] for c in zone_capacity(profile).values()) == 16 * GI + total
