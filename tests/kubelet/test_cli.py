@@ -271,9 +271,11 @@ def test_explain_shows_smt_alignment_errors(tmp_path: Path) -> None:
     code, out, _ = invoke("kubelet", "explain", "--profile", profile, "--pod", pods)
     assert code == 0, out
     assert (
-        "REJECTED SMTAlignmentError: SMT Alignment Error: requested 3 cpus not multiple cpus "
-        "per core = 2" in out
+        "pod default/three on node smt (single-numa-node, pod scope, CPU Manager options "
+        "full-pcpus-only): REJECTED SMTAlignmentError: SMT Alignment Error: requested 3 cpus "
+        "not multiple cpus per core = 2" in out
     )
+    assert "then the CPU Manager's Allocate refused" in out
     code, out, _ = invoke("kubelet", "explain", "--profile", profile, "--pod", pods, "--json")
     verdicts = [(p["pod"], p["admit"], p["reason"]) for p in json.loads(out)]
     assert verdicts == [("default/three", False, "SMTAlignmentError"), ("default/four", True, None)]
