@@ -8,6 +8,7 @@ import click
 from fakenrt import __version__
 from fakenrt.commands.controller import controller
 from fakenrt.commands.demo import demo
+from fakenrt.commands.deviceplugin import device_plugin
 from fakenrt.commands.harness import harness
 from fakenrt.commands.kubelet import kubelet
 from fakenrt.commands.nrt import nrt
@@ -24,5 +25,5 @@ def main() -> None:
     """
 
 
-for _command in (demo, kubelet, nrt, controller, scheduler, harness):
+for _command in (demo, kubelet, nrt, controller, scheduler, harness, device_plugin):
     main.add_command(_command)

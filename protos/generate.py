@@ -1,9 +1,10 @@
-"""Regenerate the Python modules for the podresources proto: ``python -m protos.generate``.
+"""Regenerate the Python modules for the protos: ``python -m protos.generate``.
 
-The generated ``api_pb2.py``, ``api_pb2.pyi``, ``api_pb2_grpc.py`` and ``api_pb2_grpc.pyi`` are
-committed beside ``api.proto``; ``tests/test_protos.py`` fails when they drift from it.
-Only the gRPC client (``exporter.podresources_client``) and the fake server
-(``fakenrt.podresources_server``) import them (an import-linter contract).
+For each proto (podresources v1, device plugin v1beta1) the generated ``api_pb2.py``,
+``api_pb2.pyi``, ``api_pb2_grpc.py`` and ``api_pb2_grpc.pyi`` are committed beside
+``api.proto``; ``tests/test_protos.py`` and ``tests/deviceplugin/test_protos.py`` fail when
+they drift from it. Only the gRPC modules at the edges import them (import-linter
+contracts): the podresources client and fake server, the fake device plugin.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROTO = Path("protos/podresources/v1/api.proto")
+DEVICEPLUGIN_PROTO = Path("protos/deviceplugin/v1beta1/api.proto")
+PROTOS = (PROTO, DEVICEPLUGIN_PROTO)
 GENERATED = ("api_pb2.py", "api_pb2.pyi", "api_pb2_grpc.py", "api_pb2_grpc.pyi")
 
 
-def generate(out_root: Path) -> list[Path]:
-    """Run grpcio-tools (with mypy-protobuf) on the proto, writing under ``out_root``.
+def generate(out_root: Path, proto: Path = PROTO) -> list[Path]:
+    """Run grpcio-tools (with mypy-protobuf) on ``proto``, writing under ``out_root``.
 
     Returns the generated files, at the same relative paths as in the repository.
     """
@@ -37,18 +40,19 @@ def generate(out_root: Path) -> list[Path]:
         f"--plugin=protoc-gen-mypy_grpc={bindir / 'protoc-gen-mypy_grpc'}",
         f"--mypy_out={out_root}",
         f"--mypy_grpc_out={out_root}",
-        str(REPO_ROOT / PROTO),
+        str(REPO_ROOT / proto),
     ]
     subprocess.run(cmd, check=True)
-    return [out_root / PROTO.parent / name for name in GENERATED]
+    return [out_root / proto.parent / name for name in GENERATED]
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        for produced in generate(Path(tmp)):
-            target = REPO_ROOT / PROTO.parent / produced.name
-            shutil.copyfile(produced, target)
-            print(f"wrote {target.relative_to(REPO_ROOT)}")
+    for proto in PROTOS:
+        with tempfile.TemporaryDirectory() as tmp:
+            for produced in generate(Path(tmp), proto):
+                target = REPO_ROOT / proto.parent / produced.name
+                shutil.copyfile(produced, target)
+                print(f"wrote {target.relative_to(REPO_ROOT)}")
 
 
 if __name__ == "__main__":

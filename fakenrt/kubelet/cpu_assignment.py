@@ -1,24 +1,34 @@
-"""Which CPU ids the static CPU manager picks: ``takeByTopologyNUMAPacked``. Pure.
+"""Which CPU ids the static CPU manager picks. Pure.
 
-Mirrors ``pkg/kubelet/cm/cpumanager/cpu_assignment.go`` with the default options (packed
-sorting, no uncore-cache alignment, no distribution across NUMA nodes):
+Mirrors ``pkg/kubelet/cm/cpumanager/cpu_assignment.go``. ``takeByTopologyNUMAPacked``:
 
 1. take whole NUMA nodes and whole sockets while at least that many CPUs are still
    needed - NUMA nodes first when a NUMA node holds one or more sockets, sockets first
    when a socket holds several NUMA nodes;
-2. then whole physical cores;
-3. then single threads.
+2. with ``prefer-align-cpus-by-uncorecache``: whole uncore caches, else the first uncore
+   cache whose free cores can hold the rest (``takeUncoreCache``);
+3. then whole physical cores - skipped with ``distribute-cpus-across-cores`` (the
+   "spread" sorting strategy);
+4. then single threads: core by core ("packed"), or per socket in CPU id order
+   ("spread": first threads of every core before their siblings).
 
 At every level candidates are sorted by how many free CPUs they have, fewest first, then
 by id - so allocations pack onto the most used parts of the machine. Lower levels are
 visited inside the order of the higher ones (cores of the emptiest socket first, ...).
+
+``takeByTopologyNUMADistributed`` (``distribute-cpus-across-numa``, KEP-2902) spreads a
+request that needs several NUMA nodes evenly over the fewest of them, in groups of
+``cpu_group_size`` CPUs (whole cores with ``full-pcpus-only``), and falls back to the
+packed algorithm when it cannot (:func:`take_distributed`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import math
+from collections.abc import Callable, Iterable, Sequence
 
 from fakenrt.kubelet.topology import CpuTopology
+from fakenrt.profiles.model import CpuPolicyOptions
 
 
 class CpuAllocationError(ValueError):
@@ -26,11 +36,14 @@ class CpuAllocationError(ValueError):
 
 
 class _Accumulator:
-    def __init__(self, topo: CpuTopology, available: frozenset[int], needed: int) -> None:
+    def __init__(
+        self, topo: CpuTopology, available: frozenset[int], needed: int, *, spread: bool = False
+    ) -> None:
         self.topo = topo
         self.free: set[int] = set(available)
         self.needed = needed
         self.result: set[int] = set()
+        self.spread = spread
         # NUMA nodes above sockets when there are at least as many sockets as NUMA nodes.
         self.numa_first = topo.num_sockets >= topo.num_numa_nodes
 
@@ -93,10 +106,27 @@ class _Accumulator:
         return result
 
     def sorted_cpus(self) -> list[int]:
-        by_core = self._free_in(self._core)
+        """``sortAvailableCPUsPacked`` (core by core) or ``sortAvailableCPUsSpread`` (per
+        socket, in CPU id order)."""
         out: list[int] = []
+        if self.spread:
+            by_socket = self._free_in(self._socket)
+            for socket in self.sorted_sockets():
+                out.extend(sorted(by_socket[socket]))
+            return out
+        by_core = self._free_in(self._core)
         for core in self.sorted_cores():
             out.extend(sorted(by_core[core]))
+        return out
+
+    def sorted_uncore_caches(self) -> list[int]:
+        """``sortAvailableUncoreCaches``: per sorted NUMA node, its uncore caches with free
+        CPUs by free CPUs, then id."""
+        by_uncore = self._free_in(self.topo.uncore_of.__getitem__)
+        out: list[int] = []
+        for numa in self.sorted_numa_nodes():
+            ids = {self.topo.uncore_of[c] for c in self.free if self._numa(c) == numa}
+            out.extend(self._sorted(by_uncore, ids))
         return out
 
     # -- taking ------------------------------------------------------------------------
@@ -132,6 +162,37 @@ class _Accumulator:
                 continue
             self.take(whole)
 
+    def take_full_uncore(self) -> None:
+        for uncore in self.sorted_uncore_caches():
+            whole = self.topo.uncore_cpus[uncore]
+            if len(self.free & whole) != len(whole) or self.needed < len(whole):
+                continue
+            self.take(whole)
+
+    def take_partial_uncore(self, uncore: int) -> None:
+        """The first ceil(needed / CPUs per core) free cores (by id) of the uncore cache;
+        their free CPUs - for an odd need on SMT, without the highest - are taken only if
+        they are exactly enough (``takePartialUncore``, ``CoresNeededInUncoreCache``)."""
+        per_core = self.topo.cpus_per_core
+        cores_needed = (self.needed + per_core - 1) // per_core
+        cores = sorted({self._core(c) for c in self.free if self.topo.uncore_of[c] == uncore})
+        chosen = set(cores[:cores_needed])
+        cpus = sorted(c for c in self.free if self._core(c) in chosen)
+        if self.needed % 2 and per_core > 1 and len(cpus) > self.needed:
+            cpus = cpus[:-1]
+        if len(cpus) == self.needed:
+            self.take(cpus)
+
+    def take_uncore_cache(self) -> None:
+        for uncore in self.sorted_uncore_caches():
+            if self.needed >= len(self.topo.uncore_cpus[uncore]):
+                self.take_full_uncore()
+            if self.satisfied():
+                return
+            self.take_partial_uncore(uncore)
+            if self.satisfied():
+                return
+
     def take_remaining_cpus(self) -> None:
         for cpu in self.sorted_cpus():
             self.take((cpu,))
@@ -139,23 +200,186 @@ class _Accumulator:
                 return
 
 
-def take_by_topology(topo: CpuTopology, available: frozenset[int], count: int) -> frozenset[int]:
-    """``count`` CPUs out of ``available``, chosen as the static policy does."""
-    acc = _Accumulator(topo, available, count)
+def _not_enough(count: int, available: frozenset[int]) -> CpuAllocationError:
+    return CpuAllocationError(
+        "not enough cpus available to satisfy request: "
+        f"requested={count}, available={len(available)}"
+    )
+
+
+def take_by_topology(
+    topo: CpuTopology,
+    available: frozenset[int],
+    count: int,
+    *,
+    spread: bool = False,
+    uncore: bool = False,
+) -> frozenset[int]:
+    """``takeByTopologyNUMAPacked``: ``count`` CPUs out of ``available``; ``spread`` is
+    the "spread" sorting strategy, ``uncore`` prefers uncore-cache alignment."""
+    acc = _Accumulator(topo, available, count, spread=spread)
     if acc.satisfied():
         return frozenset()
     if acc.needed > len(acc.free):
-        raise CpuAllocationError(
-            "not enough cpus available to satisfy request: "
-            f"requested={count}, available={len(available)}"
-        )
+        raise _not_enough(count, available)
     first, second = (
         (acc.take_full_numa_nodes, acc.take_full_sockets)
         if acc.numa_first
         else (acc.take_full_sockets, acc.take_full_numa_nodes)
     )
-    for step in (first, second, acc.take_full_cores, acc.take_remaining_cpus):
+    steps = [first, second]
+    if uncore:
+        steps.append(acc.take_uncore_cache)
+    if not spread:
+        steps.append(acc.take_full_cores)
+    steps.append(acc.take_remaining_cpus)
+    for step in steps:
         step()
         if acc.satisfied():
             return frozenset(acc.result)
     raise CpuAllocationError("failed to allocate cpus")
+
+
+def take_cpus(
+    topo: CpuTopology, available: frozenset[int], count: int, options: CpuPolicyOptions
+) -> frozenset[int]:
+    """``staticPolicy.takeByTopology``: the algorithm the policy options select."""
+    spread = options.distribute_cpus_across_cores
+    if options.distribute_cpus_across_numa:
+        group = topo.cpus_per_core if options.full_pcpus_only else 1
+        return take_distributed(topo, available, count, group, spread=spread)
+    return take_by_topology(
+        topo, available, count, spread=spread, uncore=options.prefer_align_cpus_by_uncorecache
+    )
+
+
+def _go_round3(x: float) -> float:
+    """``math.Round(x*1000)/1000`` for x >= 0 (halves away from zero, unlike round())."""
+    return math.floor(x * 1000 + 0.5) / 1000
+
+
+def _std_dev(values: Sequence[int]) -> float:
+    """``standardDeviation`` in cpu_assignment.go: population deviation around a mean
+    rounded to 3 decimals, itself rounded to 3 decimals."""
+    mean = _go_round3(sum(values) / len(values))
+    return _go_round3(math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)))
+
+
+def _combinations(items: Sequence[int], k: int) -> Iterable[tuple[int, ...]]:
+    """``iterateCombinations``: k-subsets in lexicographic order of positions."""
+    if k < 1:
+        return
+    if k == 1:
+        for item in items:
+            yield (item,)
+        return
+    for i in range(len(items) - k + 1):
+        for rest in _combinations(items[i + 1 :], k - 1):
+            yield (items[i], *rest)
+
+
+def take_distributed(
+    topo: CpuTopology, available: frozenset[int], count: int, group: int, *, spread: bool = False
+) -> frozenset[int]:
+    """``takeByTopologyNUMADistributed`` (see the module docstring)."""
+    if count % group:
+        return take_by_topology(topo, available, count, spread=spread)
+    acc = _Accumulator(topo, available, count, spread=spread)
+    if acc.satisfied():
+        return frozenset()
+    if acc.needed > len(acc.free):
+        raise _not_enough(count, available)
+    numas = acc.sorted_numa_nodes()
+    free = {n: len(available & topo.numa_cpus[n]) for n in numas}
+    # rangeNUMANodesNeededToSatisfy
+    groups_total = (topo.num_cpus - 1) // group + 1
+    groups_per_numa = (groups_total - 1) // topo.num_numa_nodes + 1
+    groups_needed = (count - 1) // group + 1
+    min_numas = (groups_needed - 1) // groups_per_numa + 1
+    max_numas = min(groups_needed, len(numas))
+    for k in range(min_numas, max_numas + 1):
+        best: tuple[float, tuple[int, ...], tuple[int, ...]] | None = None
+        for combo in _combinations(numas, k):
+            if best is not None and best[0] == 0:
+                break
+            scored = _score_combo(combo, free, numas, count, group)
+            if scored is not None and (best is None or scored[0] < best[0]):
+                best = (scored[0], combo, scored[1])
+        if best is None:
+            continue
+        _, combo, remainder_set = best
+        distribution = count // len(combo) // group * group
+        for numa in combo:
+            acc.take(take_by_topology(topo, _in(acc, numa), distribution, spread=spread))
+        remainder = count - distribution * len(combo)
+        while remainder > 0:
+            before = remainder
+            for numa in remainder_set:
+                if remainder == 0:
+                    break
+                if len(_in(acc, numa)) < group:
+                    continue
+                acc.take(take_by_topology(topo, _in(acc, numa), group, spread=spread))
+                remainder -= group
+            if remainder == before:
+                break
+        if acc.needed != 0:
+            raise CpuAllocationError(f"accounting error, remaining: {acc.needed}")
+        return frozenset(acc.result)
+    return take_by_topology(topo, available, count, spread=spread)
+
+
+def _in(acc: _Accumulator, numa: int) -> frozenset[int]:
+    return frozenset(acc.free & acc.topo.numa_cpus[numa])
+
+
+def _score_combo(
+    combo: tuple[int, ...], free: dict[int, int], numas: list[int], count: int, group: int
+) -> tuple[float, tuple[int, ...]] | None:
+    """The best balance score of a NUMA combination and the subset that takes the
+    remainder, or None when the combination cannot be balanced."""
+    if sum(free[n] for n in combo) < count:
+        return None
+    if sum(free[n] // group for n in combo) * group < count:
+        return None
+    distribution = count // len(combo) // group * group
+    if any(free[n] < distribution for n in combo):
+        return None
+    after = {n: free[n] for n in numas}
+    for n in combo:
+        after[n] -= distribution
+    remainder = count - distribution * len(combo)
+    candidates = [n for n in combo if after[n] >= group]
+    best_balance = math.inf
+    best_subset: tuple[int, ...] = ()
+    if remainder == 0:
+        best_balance = _std_dev(list(after.values()))
+    for k in range(len(candidates), 0, -1):
+        if remainder <= 0:
+            break
+        for subset in _combinations(candidates, k):
+            local = dict(after)
+            if sum(local[n] for n in subset) < remainder:
+                continue
+            left = remainder
+            while left > 0:
+                before = left
+                for n in subset:
+                    if left == 0:
+                        break
+                    if local[n] < group:
+                        continue
+                    local[n] -= group
+                    left -= group
+                if left == before:
+                    # The kubelet's loop would spin forever here; no such subset can
+                    # arise from a valid request, and skipping it keeps us finite.
+                    break
+            if left > 0:
+                continue
+            balance = _std_dev(list(local.values()))
+            if balance < best_balance:
+                best_balance, best_subset = balance, subset
+    if best_balance == math.inf:
+        return None
+    return best_balance, best_subset

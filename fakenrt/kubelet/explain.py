@@ -16,6 +16,7 @@ from typing import Any
 
 from exporter.cpulist import format_cpulist
 from fakenrt.kubelet.allocation import AdmissionResult, HintReport, ProviderHint
+from fakenrt.kubelet.provider_cpu import SMT_ALIGNMENT_ERROR
 from fakenrt.profiles.model import NodeProfile
 
 
@@ -115,14 +116,25 @@ def _why(report: HintReport, policy: str) -> str:
     )
 
 
+#: Go's strconv.ParseBool true values (option values as the kubelet reads them).
+_TRUE = ("1", "t", "T", "TRUE", "true", "True")
+
+
 def render_text(result: AdmissionResult, profile: NodeProfile) -> str:
     """A few lines explaining one verdict."""
     policy = profile.kubelet.topology_manager_policy
     verdict = "ADMITTED" if result.admit else f"REJECTED {result.reason}: {result.message}"
+    options = [name for name, value in profile.kubelet.cpu_policy_options.items() if value in _TRUE]
+    with_options = f", CPU Manager options {', '.join(sorted(options))}" if options else ""
     lines = [
         f"pod {result.pod_key} on node {profile.name} ({policy}, "
-        f"{profile.kubelet.topology_manager_scope} scope): {verdict}"
+        f"{profile.kubelet.topology_manager_scope} scope{with_options}): {verdict}"
     ]
+    if result.reason == SMT_ALIGNMENT_ERROR:
+        lines.append(
+            "  full-pcpus-only: the hints merged, then the CPU Manager's Allocate refused - "
+            "it hands out whole physical cores only"
+        )
     for report in result.hints:
         who = f"container {report.container}" if report.container else "pod"
         kind = "preferred" if report.best.preferred else "not preferred"

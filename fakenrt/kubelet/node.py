@@ -11,7 +11,9 @@ allocations lazily, at its next admission; the end state is the same.)
 
 Exclusive resources of pods outside the simulation (the profile's ``allocated``) are
 taken at start: CPUs picked by the static policy's algorithm inside the zone, single-NUMA
-memory blocks, the zone's first healthy devices. They are never released.
+memory blocks, the zone's first healthy devices. They are never released. Their
+non-exclusive requests (the profile's ``foreignRequests``: cpu, memory, pods) count in
+the whole-node fit check.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from fakenrt.kubelet.allocation import (
     MemoryBlock,
     PodAllocation,
 )
-from fakenrt.kubelet.cpu_assignment import CpuAllocationError, take_by_topology
+from fakenrt.kubelet.cpu_assignment import CpuAllocationError, take_cpus
 from fakenrt.kubelet.numa_info import NumaInfo
 from fakenrt.kubelet.policies import PolicyError, new_policy
 from fakenrt.kubelet.policy import Policy
@@ -59,7 +61,7 @@ from fakenrt.kubelet.scope import all_containers
 from fakenrt.kubelet.topology import CpuTopology
 from fakenrt.podspec import PodSpec
 from fakenrt.profiles.model import NodeProfile
-from fakenrt.profiles.resources import node_allocatable, zone_capacity
+from fakenrt.profiles.resources import node_allocatable_units, zone_capacity
 
 _SCOPES: dict[str, ModuleType] = {scope_container.NAME: scope_container, scope_pod.NAME: scope_pod}
 
@@ -100,8 +102,7 @@ def _static(profile: NodeProfile) -> _Static:
         raise PolicyError(f"unknown cpuManagerPolicy {cfg.cpu_manager_policy!r}")
     if cfg.memory_manager_policy not in ("None", "Static"):
         raise PolicyError(f"unknown memoryManagerPolicy {cfg.memory_manager_policy!r}")
-    allocatable = dict(node_allocatable(profile))
-    allocatable["cpu"] = allocatable.get("cpu", 0) * 1000
+    allocatable = dict(node_allocatable_units(profile))
     return _Static(
         profile=profile,
         topo=CpuTopology.from_profile(profile),
@@ -134,11 +135,14 @@ class NodeState:
         Raises ValueError (``PolicyError``) for a kubelet configuration the kubelet would
         refuse, or foreign allocations that do not fit."""
         static = _static(profile)
-        reserved = profile.kubelet.reserved_cpus
+        cfg = profile.kubelet
+        reserved = cfg.reserved_cpus
         default = frozenset(static.topo.cpus)
         allocated: dict[str, frozenset[str]] = {}
         mem = initial_machine_state(profile)
-        used: dict[str, int] = {}
+        # Non-exclusive requests of foreign pods count in the fit check (the kubelet's
+        # predicate sums the requests of every pod on the node, its control plane's too).
+        used = {k: v for k, v in profile.foreign_requests.items() if k != "pods"}
         for zone in profile.zones:
             for name, amount in sorted(zone.allocated.items()):
                 where = f"node {profile.name}: zone {zone.id}: allocated.{name}"
@@ -148,7 +152,7 @@ class NodeState:
                 if name == "cpu":
                     free = (zone.cpus & default) - reserved
                     try:
-                        default -= take_by_topology(static.topo, free, amount)
+                        default -= take_cpus(static.topo, free, amount, cfg.cpu_options)
                     except CpuAllocationError:
                         raise ValueError(f"{where}: only {len(free)} CPUs can be held") from None
                 elif is_memory_type(name):
@@ -197,7 +201,8 @@ class NodeState:
         if pod.key in self._pods:
             raise ValueError(f"pod {pod.key} is already admitted on node {self.profile.name}")
         s = self._s
-        cpu = CpuProvider(s.topo, s.profile.kubelet.reserved_cpus, self._cpu_default)
+        cfg = s.profile.kubelet
+        cpu = CpuProvider(s.topo, cfg.reserved_cpus, self._cpu_default, cfg.cpu_options)
         dev = DeviceProvider(s.inventory, self._dev_allocated)
         mem = MemoryProvider(clone_state(self._mem))
         providers: list[HintProvider] = [dev]
@@ -290,7 +295,7 @@ class NodeState:
             request=request,
             allocatable=s.allocatable,
             used=self._used,
-            pod_count=len(self._pods),
+            pod_count=len(self._pods) + s.profile.foreign_requests.get("pods", 0),
         )
         return request, failure
 

@@ -18,6 +18,17 @@ class AllocationError(RuntimeError):
     error text (the pod is rejected with ``UnexpectedAdmissionError``)."""
 
 
+class AdmissionErrorCode(AllocationError):
+    """An ``Allocate`` error that carries its own admission reason (the kubelet's
+    ``admission.Error`` with ``Type()``, e.g. ``SMTAlignmentError``): the pod is rejected
+    with ``reason`` and the error text as message, not as an unexpected error
+    (``GetPodAdmitResult`` in ``pkg/kubelet/cm/admission/errors.go``)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 class HintProvider(Protocol):
     @property
     def name(self) -> str: ...

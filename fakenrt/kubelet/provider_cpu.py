@@ -14,19 +14,53 @@ Mirrors ``pkg/kubelet/cm/cpumanager/policy_static.go``:
   :func:`~fakenrt.kubelet.cpu_assignment.take_by_topology`;
 * reuse (``updateCPUsToReuse``): CPUs of a regular init container may be handed again to
   later containers of the same pod; a sidecar's or an app container's CPUs may not.
+
+Policy options (``cpumanager/policy_options.go``, ``policy_static.go``):
+
+* ``full-pcpus-only``: ``Allocate`` first refuses a request that is not a multiple of the
+  CPUs per core, then one larger than the free CPUs outside the *cores* of the reserved
+  CPUs, both with ``SMTAlignmentError``; hints are unchanged (the merge admits, Allocate
+  rejects);
+* ``align-by-socket``: a hint is also preferred when its NUMA nodes span the fewest
+  sockets that could hold the narrowest hint, and allocation first takes CPUs from the
+  *sockets* of the hint's NUMA nodes (``isHintSocketAligned``, ``getAlignedCPUs``);
+* ``distribute-cpus-across-numa``, ``distribute-cpus-across-cores``,
+  ``prefer-align-cpus-by-uncorecache`` choose how CPU ids are picked
+  (:func:`~fakenrt.kubelet.cpu_assignment.take_cpus`);
+* ``strict-cpu-reservation`` keeps the reserved CPUs out of the shared pool; exclusive
+  allocation never used them anyway, so admission does not change.
 """
 
 from __future__ import annotations
 
 from fakenrt.kubelet.bitmask import BitMask, iterate_masks
-from fakenrt.kubelet.cpu_assignment import CpuAllocationError, take_by_topology
+from fakenrt.kubelet.cpu_assignment import CpuAllocationError, take_cpus
 from fakenrt.kubelet.hints import ProviderHints, TopologyHint
-from fakenrt.kubelet.provider import AllocationError
+from fakenrt.kubelet.provider import AdmissionErrorCode, AllocationError
 from fakenrt.kubelet.quantities import is_integral, value
 from fakenrt.kubelet.topology import CpuTopology
 from fakenrt.podspec import ContainerSpec, PodSpec, QOSClass, pod_level, qos_class
+from fakenrt.profiles.model import CpuPolicyOptions
 
 RESOURCE = "cpu"
+SMT_ALIGNMENT_ERROR = "SMTAlignmentError"
+
+
+def smt_alignment_error(
+    requested: int, per_core: int, available_physical: int | None = None
+) -> AdmissionErrorCode:
+    """``SMTAlignmentError`` with the kubelet's two messages (``policy_static.go``)."""
+    if available_physical is None:
+        text = (
+            f"SMT Alignment Error: requested {requested} cpus not multiple cpus per core = "
+            f"{per_core}"
+        )
+    else:
+        text = (
+            "SMT Alignment Error: not enough free physical CPUs: available physical CPUs = "
+            f"{available_physical}, requested CPUs = {requested}, CPUs per core = {per_core}"
+        )
+    return AdmissionErrorCode(SMT_ALIGNMENT_ERROR, text)
 
 
 def guaranteed_cpus(pod: PodSpec, container: ContainerSpec, qos: QOSClass | None = None) -> int:
@@ -50,8 +84,23 @@ def pod_guaranteed_cpus(pod: PodSpec, qos: QOSClass | None = None) -> int:
     return totals.get(RESOURCE, 0)
 
 
+def is_hint_socket_aligned(topo: CpuTopology, mask: BitMask, min_width: int) -> bool:
+    """``isHintSocketAligned``: the mask's NUMA nodes span the fewest sockets that
+    ``min_width`` NUMA nodes need."""
+    per_socket = topo.num_numa_nodes // max(1, topo.num_sockets)
+    if per_socket == 0:
+        return False
+    min_sockets = (min_width + per_socket - 1) // per_socket
+    return len(topo.sockets_in_numa_nodes(mask.bits())) == min_sockets
+
+
 def generate_hints(
-    topo: CpuTopology, available: frozenset[int], reusable: frozenset[int], request: int
+    topo: CpuTopology,
+    available: frozenset[int],
+    reusable: frozenset[int],
+    request: int,
+    *,
+    align_by_socket: bool = False,
 ) -> tuple[TopologyHint, ...]:
     """``generateCPUTopologyHints``."""
     nodes = topo.numa_nodes()
@@ -70,7 +119,14 @@ def generate_hints(
         if len(reusable) + sum(free_per_node[n] for n in bits) < request:
             continue
         masks.append(mask)
-    return tuple(TopologyHint(m, m.count() == min_width) for m in masks)
+    return tuple(
+        TopologyHint(
+            m,
+            (align_by_socket and is_hint_socket_aligned(topo, m, min_width))
+            or m.count() == min_width,
+        )
+        for m in masks
+    )
 
 
 class CpuProvider:
@@ -79,10 +135,17 @@ class CpuProvider:
     name = RESOURCE
 
     def __init__(
-        self, topo: CpuTopology, reserved: frozenset[int], default_set: frozenset[int]
+        self,
+        topo: CpuTopology,
+        reserved: frozenset[int],
+        default_set: frozenset[int],
+        options: CpuPolicyOptions | None = None,
     ) -> None:
         self.topo = topo
         self.reserved = reserved
+        self.options = options or CpuPolicyOptions()
+        #: The reserved CPUs and their core siblings (``reservedPhysicalCPUs``).
+        self.reserved_physical = topo.physical_cpus_of(reserved)
         #: The shared pool (the kubelet's default cpuset), reserved CPUs included.
         self.default_set = default_set
         #: container name -> exclusive CPUs, for the pod being admitted.
@@ -104,12 +167,40 @@ class CpuProvider:
         elif requested == 0:
             self._notes.append(f"cpu: {what} requests no whole number of CPUs (shared pool)")
 
+    def _hints(self, requested: int) -> tuple[TopologyHint, ...]:
+        return generate_hints(
+            self.topo,
+            self.available(),
+            self._reuse,
+            requested,
+            align_by_socket=self.options.align_by_socket,
+        )
+
+    def _aligned(self, hint: TopologyHint, allocatable: frozenset[int]) -> frozenset[int]:
+        """``getAlignedCPUs``: the hint's NUMA nodes' CPUs, or with align-by-socket the
+        CPUs of the sockets those NUMA nodes are on."""
+        assert hint.affinity is not None
+        numa = hint.affinity.bits()
+        if self.options.align_by_socket:
+            sockets = self.topo.sockets_in_numa_nodes(numa)
+            return allocatable & self.topo.cpus_in_sockets(sockets)
+        return allocatable & self.topo.cpus_in_numa_nodes(numa)
+
+    def _check_smt(self, count: int) -> None:
+        """``full-pcpus-only`` checks at the top of ``Allocate``."""
+        per_core = self.topo.cpus_per_core
+        if count % per_core:
+            raise smt_alignment_error(count, per_core)
+        physical = len(self.default_set - self.reserved_physical)
+        if count > physical:
+            raise smt_alignment_error(count, per_core, physical)
+
     def container_hints(self, pod: PodSpec, container: ContainerSpec) -> ProviderHints:
         requested = guaranteed_cpus(pod, container)
         if requested == 0:
             self._explain_no_hints(pod, requested, f"container {container.name}")
             return None
-        hints = generate_hints(self.topo, self.available(), self._reuse, requested)
+        hints = self._hints(requested)
         if not hints:
             self._notes.append(
                 f"cpu: no NUMA set has {requested} free CPUs "
@@ -122,7 +213,7 @@ class CpuProvider:
         if requested == 0:
             self._explain_no_hints(pod, requested, "the pod")
             return None
-        hints = generate_hints(self.topo, self.available(), self._reuse, requested)
+        hints = self._hints(requested)
         if not hints:
             self._notes.append(f"cpu: no NUMA set has {requested} free CPUs")
         return {RESOURCE: hints}
@@ -131,13 +222,16 @@ class CpuProvider:
         count = guaranteed_cpus(pod, container)
         if count == 0:
             return
+        if self.options.full_pcpus_only:
+            self._check_smt(count)
         allocatable = self.available() | self._reuse
         taken: frozenset[int] = frozenset()
+        opts = self.options
         try:
             if hint.affinity is not None:
-                aligned = allocatable & self.topo.cpus_in_numa_nodes(hint.affinity.bits())
-                taken = take_by_topology(self.topo, aligned, min(count, len(aligned)))
-            taken |= take_by_topology(self.topo, allocatable - taken, count - len(taken))
+                aligned = self._aligned(hint, allocatable)
+                taken = take_cpus(self.topo, aligned, min(count, len(aligned)), opts)
+            taken |= take_cpus(self.topo, allocatable - taken, count - len(taken), opts)
         except CpuAllocationError as exc:
             raise AllocationError(str(exc)) from exc
         self.default_set -= taken

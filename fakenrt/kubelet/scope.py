@@ -17,7 +17,7 @@ from fakenrt.kubelet.allocation import (
     ProviderHint,
 )
 from fakenrt.kubelet.hints import ProviderHints, TopologyHint, normalized
-from fakenrt.kubelet.provider import AllocationError, HintProvider
+from fakenrt.kubelet.provider import AdmissionErrorCode, AllocationError, HintProvider
 from fakenrt.podspec import ContainerSpec, PodSpec
 
 TOPOLOGY_AFFINITY_MESSAGE = "Resources cannot be allocated with Topology locality"
@@ -39,7 +39,11 @@ class ScopeOutcome:
         return self
 
     def reject_unexpected(self, error: AllocationError) -> ScopeOutcome:
-        self.admit, self.reason = False, UNEXPECTED_ADMISSION_ERROR
+        self.admit = False
+        if isinstance(error, AdmissionErrorCode):
+            self.reason, self.message = error.reason, str(error)
+            return self
+        self.reason = UNEXPECTED_ADMISSION_ERROR
         self.message = f"Allocate failed due to {error}, which is unexpected"
         return self
 

@@ -19,18 +19,27 @@ class CpuTopology:
     numa_cpus: Mapping[int, frozenset[int]] = field(init=False)
     socket_cpus: Mapping[int, frozenset[int]] = field(init=False)
     core_cpus: Mapping[int, frozenset[int]] = field(init=False)
+    uncore_cpus: Mapping[int, frozenset[int]] = field(init=False)
+    #: CPU -> its uncore cache id (the socket when the profile gives none).
+    uncore_of: Mapping[int, int] = field(init=False)
 
     def __post_init__(self) -> None:
         numa: dict[int, set[int]] = {}
         socket: dict[int, set[int]] = {}
         core: dict[int, set[int]] = {}
+        uncore: dict[int, set[int]] = {}
+        uncore_of: dict[int, int] = {}
         for cpu, info in self.cpus.items():
             numa.setdefault(info.numa, set()).add(cpu)
             socket.setdefault(info.socket, set()).add(cpu)
             core.setdefault(info.core, set()).add(cpu)
+            uncore_of[cpu] = info.socket if info.uncore is None else info.uncore
+            uncore.setdefault(uncore_of[cpu], set()).add(cpu)
         object.__setattr__(self, "numa_cpus", {k: frozenset(v) for k, v in numa.items()})
         object.__setattr__(self, "socket_cpus", {k: frozenset(v) for k, v in socket.items()})
         object.__setattr__(self, "core_cpus", {k: frozenset(v) for k, v in core.items()})
+        object.__setattr__(self, "uncore_cpus", {k: frozenset(v) for k, v in uncore.items()})
+        object.__setattr__(self, "uncore_of", uncore_of)
 
     @classmethod
     def from_profile(cls, profile: NodeProfile) -> CpuTopology:
@@ -69,6 +78,24 @@ class CpuTopology:
     def numa_nodes(self) -> tuple[int, ...]:
         """NUMA nodes that have CPUs, ascending (``CPUDetails.NUMANodes``)."""
         return tuple(sorted(self.numa_cpus))
+
+    def sockets_in_numa_nodes(self, nodes: Iterable[int]) -> frozenset[int]:
+        """``CPUDetails.SocketsInNUMANodes``."""
+        wanted = set(nodes)
+        return frozenset(i.socket for i in self.cpus.values() if i.numa in wanted)
+
+    def cpus_in_sockets(self, sockets: Iterable[int]) -> frozenset[int]:
+        out: set[int] = set()
+        for s in sockets:
+            out |= self.socket_cpus.get(s, frozenset())
+        return frozenset(out)
+
+    def physical_cpus_of(self, cpus: Iterable[int]) -> frozenset[int]:
+        """Every CPU of the cores ``cpus`` belong to (``reservedPhysicalCPUs``)."""
+        out: set[int] = set()
+        for cpu in cpus:
+            out |= self.core_cpus[self.cpus[cpu].core]
+        return frozenset(out)
 
     def cpus_in_numa_nodes(self, nodes: Iterable[int]) -> frozenset[int]:
         out: set[int] = set()

@@ -16,6 +16,36 @@ DEFAULT_MAX_ALLOWABLE_NUMA_NODES = 8
 
 
 @dataclass(frozen=True)
+class CpuPolicyOptions:
+    """``cpuManagerPolicyOptions`` of the static CPU manager policy, parsed
+    (``pkg/kubelet/cm/cpumanager/policy_options.go``, ``StaticPolicyOptions``)."""
+
+    full_pcpus_only: bool = False
+    distribute_cpus_across_numa: bool = False
+    align_by_socket: bool = False
+    distribute_cpus_across_cores: bool = False
+    strict_cpu_reservation: bool = False
+    prefer_align_cpus_by_uncorecache: bool = False
+
+
+@dataclass(frozen=True)
+class EvictionThreshold:
+    """A hard eviction threshold on ``memory.available``: an amount in bytes or a
+    percentage of the node's memory capacity (exactly one is set)."""
+
+    amount: int | None = None
+    percentage: float | None = None
+
+    def bytes_of(self, capacity: int) -> int:
+        """The reservation it makes: ``GetThresholdQuantity`` in
+        ``pkg/kubelet/eviction/api/types.go`` (capacity times the percentage, the latter a
+        Go float32 as the kubelet parses it, truncated)."""
+        if self.amount is not None:
+            return self.amount
+        return int(capacity * (self.percentage or 0.0))
+
+
+@dataclass(frozen=True)
 class KubeletConfig:
     """The kubelet settings that decide NUMA admission on a node."""
 
@@ -27,8 +57,27 @@ class KubeletConfig:
     max_allowable_numa_nodes: int = DEFAULT_MAX_ALLOWABLE_NUMA_NODES
     cpu_manager_policy: str = "static"
     memory_manager_policy: str = "Static"
-    #: ``reservedSystemCPUs``: never handed out exclusively, still counted for hint width.
+    #: The CPUs the static policy never hands out exclusively (still counted for hint
+    #: width): ``reservedSystemCPUs``, or those it picks for ``systemReserved.cpu`` +
+    #: ``kubeReserved.cpu`` when no list is given.
     reserved_cpus: frozenset[int] = frozenset()
+    #: ``cpuManagerPolicyOptions`` exactly as given (string values), and parsed.
+    cpu_policy_options: Mapping[str, str] = field(default_factory=dict)
+    cpu_options: CpuPolicyOptions = CpuPolicyOptions()
+    #: ``featureGates`` the profile sets (only the gates the simulator knows).
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    #: ``systemReserved`` / ``kubeReserved``: ``cpu`` in millicores, ``memory`` and
+    #: ``hugepages-<size>`` in bytes.
+    system_reserved: Mapping[str, int] = field(default_factory=dict)
+    kube_reserved: Mapping[str, int] = field(default_factory=dict)
+    #: ``evictionHard["memory.available"]``, if given.
+    eviction_hard_memory: EvictionThreshold | None = None
+    #: The cpu (millicores) Node Allocatable reserves when it is not the number of
+    #: ``reserved_cpus``: ``systemReserved.cpu`` + ``kubeReserved.cpu`` without
+    #: ``reservedSystemCPUs`` (which, when given, replaces them).
+    cpu_reservation_millis: int | None = None
+    #: ``reservedMemory``: NUMA node id -> ``memory`` / ``hugepages-<size>`` -> bytes.
+    reserved_memory: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -39,6 +88,9 @@ class CpuInfo:
     core: int
     socket: int
     numa: int
+    #: The uncore (last-level) cache the CPU's core shares; None means the kubelet's
+    #: fallback, the socket (``getUncoreCacheID`` in ``cpumanager/topology``).
+    uncore: int | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +147,10 @@ class NodeProfile:
     #: means the controller's ``--nrt-delay`` / ``--nrt-jitter``.
     nrt_delay: float | None = None
     nrt_jitter: float | None = None
+    #: Non-exclusive requests of pods outside the simulation (``foreignRequests``):
+    #: ``cpu`` in millicores, ``memory`` in bytes, ``pods`` a count. They count in the
+    #: whole-node fit check only.
+    foreign_requests: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def zone_ids(self) -> tuple[int, ...]:

@@ -29,12 +29,23 @@ from fakenrt.profiles.fields import (
     sequence,
     string,
 )
+from fakenrt.profiles.kubeletfields import (
+    check_node_kubelet,
+    check_reserved_memory_totals,
+    parse_cpu_policy_options,
+    parse_eviction_hard,
+    parse_feature_gates,
+    parse_foreign_requests,
+    parse_reserved,
+    parse_reserved_memory,
+)
 from fakenrt.profiles.model import (
     CPU_MANAGER_POLICIES,
     DEFAULT_MAX_ALLOWABLE_NUMA_NODES,
     MEMORY_MANAGER_POLICIES,
     POLICIES,
     SCOPES,
+    CpuInfo,
     KubeletConfig,
     NodeProfile,
     Zone,
@@ -46,6 +57,7 @@ from fakenrt.profiles.names import (
     label_value_problem,
     qualified_name_problem,
 )
+from fakenrt.profiles.resources import node_reservation
 
 #: The kubelet's NUMA bitmask is 64 bits wide (``topologymanager/bitmask``).
 MAX_NUMA_ID = 63
@@ -57,6 +69,7 @@ DEFAULT_MAX_PODS = 110
 _TOP_KEYS = ("nodes",)
 _NODE_KEYS = (
     "name", "kubelet", "devices", "zones", "shape", "cpuTopology", "labels", "maxPods", "nrt",
+    "foreignRequests",
 )  # fmt: skip
 _NRT_KEYS = ("delay", "jitter")
 _KUBELET_KEYS = (
@@ -66,10 +79,16 @@ _KUBELET_KEYS = (
     "cpuManagerPolicy",
     "memoryManagerPolicy",
     "reservedSystemCPUs",
+    "cpuManagerPolicyOptions",
+    "featureGates",
+    "systemReserved",
+    "kubeReserved",
+    "evictionHard",
+    "reservedMemory",
 )
 _HUGEPAGES_KEY = "hugepages-<size>"
 _ZONE_KEYS = ("id", "cpus", "memory", "devices", "distances", "allocated", _HUGEPAGES_KEY)
-_CPU_TOPOLOGY_KEYS = ("threadsPerCore", "numaNodesPerSocket")
+_CPU_TOPOLOGY_KEYS = ("threadsPerCore", "numaNodesPerSocket", "coresPerUncoreCache")
 _SHAPE_KEYS = (
     "numaNodes",
     "coresPerNumaNode",
@@ -79,6 +98,7 @@ _SHAPE_KEYS = (
     "hugepagesPerNumaNode",
     "devicesPerNumaNode",
     "distances",
+    "coresPerUncoreCache",
 )
 # Go's strconv.ParseBool and strconv.Atoi, which the kubelet uses for option values.
 _GO_TRUE = ("1", "t", "T", "TRUE", "true", "True")
@@ -247,21 +267,94 @@ def _parse_node(raw: Mapping[str, object], name: str) -> NodeProfile:
         _check_allocated(zone, built, kubelet.reserved_cpus)
         built_zones.append(built)
     node_devices = {spec.resource: next(device_sets) for spec in node_specs}
-
-    return NodeProfile(
+    topology = zones_topology(
+        [(z.id, z.cpus) for z in zones],
+        threads_per_core=layout.threads,
+        numa_nodes_per_socket=layout.per_socket,
+    )
+    topology = _with_uncore_caches(raw, topology)
+    kubelet = _effective_cpu_reservation(kubelet, topology)
+    check_node_kubelet(
+        kubelet,
+        zone_ids=tuple(z.id for z in zones),
+        hugepages={z.id: z.hugepages for z in zones},
+        topology=topology,
+    )
+    profile = NodeProfile(
         name=name,
         kubelet=kubelet,
         zones=tuple(built_zones),
         devices=dict(sorted(node_devices.items())),
-        cpu_topology=zones_topology(
-            [(z.id, z.cpus) for z in zones],
-            threads_per_core=layout.threads,
-            numa_nodes_per_socket=layout.per_socket,
-        ),
+        cpu_topology=topology,
         labels=_parse_labels(raw.get("labels", {})),
         max_pods=integer(raw.get("maxPods", DEFAULT_MAX_PODS), "maxPods", minimum=1),
+        foreign_requests=parse_foreign_requests(raw.get("foreignRequests", {})),
         **_parse_nrt_lag(raw.get("nrt", {})),
     )
+    check_reserved_memory_totals(kubelet, node_reservation(profile))
+    return profile
+
+
+def _with_uncore_caches(
+    raw: Mapping[str, object], topology: dict[int, CpuInfo]
+) -> dict[int, CpuInfo]:
+    """``coresPerUncoreCache`` (in ``cpuTopology`` or ``shape``): consecutive cores of a
+    socket, by core id, share an uncore (last-level) cache; ids count caches across the
+    node in socket order. Without it the kubelet falls back to one cache per socket."""
+    where = "shape" if "shape" in raw else "cpuTopology"
+    section = raw.get(where, {})
+    if not isinstance(section, Mapping) or "coresPerUncoreCache" not in section:
+        return topology
+    field = child(where, "coresPerUncoreCache")
+    per_cache = integer(section["coresPerUncoreCache"], field, minimum=1)
+    cores_by_socket: dict[int, list[int]] = {}
+    for info in topology.values():
+        cores = cores_by_socket.setdefault(info.socket, [])
+        if info.core not in cores:
+            cores.append(info.core)
+    cache_of_core: dict[int, int] = {}
+    next_id = 0
+    for socket in sorted(cores_by_socket):
+        cores = sorted(cores_by_socket[socket])
+        if len(cores) % per_cache:
+            raise FieldError(
+                field, f"{len(cores)} cores per socket cannot be split into caches of {per_cache}"
+            )
+        for index, core in enumerate(cores):
+            cache_of_core[core] = next_id + index // per_cache
+        next_id += len(cores) // per_cache
+    return {
+        cpu: dataclasses.replace(info, uncore=cache_of_core[info.core])
+        for cpu, info in topology.items()
+    }
+
+
+def _effective_cpu_reservation(
+    kubelet: KubeletConfig, topology: dict[int, CpuInfo]
+) -> KubeletConfig:
+    """``reservedSystemCPUs`` replaces the cpu of systemReserved / kubeReserved
+    (``cmd/kubelet/app/server.go``); without it the static policy reserves
+    ceil(systemReserved.cpu + kubeReserved.cpu) CPUs picked by its own algorithm from
+    all CPUs (``NewStaticPolicy`` in ``cpumanager/policy_static.go``)."""
+    if kubelet.reserved_cpus:
+        return kubelet
+    millis = kubelet.system_reserved.get("cpu", 0) + kubelet.kube_reserved.get("cpu", 0)
+    if millis == 0:
+        return kubelet
+    if kubelet.cpu_manager_policy != "static":
+        return dataclasses.replace(kubelet, cpu_reservation_millis=millis)
+    count = -(-millis // 1000)
+    if count > len(topology):
+        raise FieldError(
+            "kubelet.systemReserved.cpu",
+            f"the static policy must reserve {count} CPUs but the node has {len(topology)}",
+        )
+    # A local import: the kubelet package imports the profile model.
+    from fakenrt.kubelet.cpu_assignment import take_cpus
+    from fakenrt.kubelet.topology import CpuTopology
+
+    reserved = take_cpus(CpuTopology(topology), frozenset(topology), count, kubelet.cpu_options)
+    return dataclasses.replace(kubelet, reserved_cpus=reserved, cpu_reservation_millis=millis)
 
 
 def _parse_nrt_lag(value: object) -> dict[str, float | None]:
@@ -300,6 +393,15 @@ def _parse_kubelet(value: object) -> KubeletConfig:
     data = mapping(value, base)
     check_keys(data, base, _KUBELET_KEYS)
     options = _parse_policy_options(data.get("topologyManagerPolicyOptions", {}))
+    gates = parse_feature_gates(data.get("featureGates", {}))
+    cpu_policy = _choice(
+        data.get("cpuManagerPolicy", KubeletConfig().cpu_manager_policy),
+        child(base, "cpuManagerPolicy"),
+        CPU_MANAGER_POLICIES,
+    )
+    cpu_texts, cpu_options = parse_cpu_policy_options(
+        data.get("cpuManagerPolicyOptions", {}), gates, cpu_policy
+    )
     reserved = frozenset[int]()
     if "reservedSystemCPUs" in data:
         reserved = cpulist(data["reservedSystemCPUs"], child(base, "reservedSystemCPUs"))
@@ -321,17 +423,22 @@ def _parse_kubelet(value: object) -> KubeletConfig:
         max_allowable_numa_nodes=(
             int(max_allowable) if max_allowable is not None else DEFAULT_MAX_ALLOWABLE_NUMA_NODES
         ),
-        cpu_manager_policy=_choice(
-            data.get("cpuManagerPolicy", defaults.cpu_manager_policy),
-            child(base, "cpuManagerPolicy"),
-            CPU_MANAGER_POLICIES,
-        ),
+        cpu_manager_policy=cpu_policy,
         memory_manager_policy=_choice(
             data.get("memoryManagerPolicy", defaults.memory_manager_policy),
             child(base, "memoryManagerPolicy"),
             MEMORY_MANAGER_POLICIES,
         ),
         reserved_cpus=reserved,
+        cpu_policy_options=cpu_texts,
+        cpu_options=cpu_options,
+        feature_gates=gates,
+        system_reserved=parse_reserved(
+            data.get("systemReserved", {}), child(base, "systemReserved")
+        ),
+        kube_reserved=parse_reserved(data.get("kubeReserved", {}), child(base, "kubeReserved")),
+        eviction_hard_memory=parse_eviction_hard(data.get("evictionHard", {})),
+        reserved_memory=parse_reserved_memory(data.get("reservedMemory", [])),
     )
 
 

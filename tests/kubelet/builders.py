@@ -8,7 +8,7 @@ from typing import Any
 from exporter.quantities import parse_integer
 from fakenrt.podspec import PodSpec, pod_from_manifest
 from fakenrt.profiles.cputopology import zones_topology
-from fakenrt.profiles.model import DeviceSet, KubeletConfig, NodeProfile, Zone
+from fakenrt.profiles.model import CpuPolicyOptions, DeviceSet, KubeletConfig, NodeProfile, Zone
 
 GI = 1024**3
 
@@ -34,6 +34,7 @@ def node(
     numa_per_socket: int = 1,
     max_pods: int = 110,
     name: str = "n1",
+    cpu_options: CpuPolicyOptions | None = None,
 ) -> NodeProfile:
     """``zones`` NUMA zones of ``cpus_per_zone`` CPUs; CPU ids numbered like Linux (first
     threads of all cores first); devices named ``<short>-<zone>-<i>``."""
@@ -78,6 +79,7 @@ def node(
             cpu_manager_policy=cpu_policy,
             memory_manager_policy=memory_policy,
             reserved_cpus=reserved,
+            cpu_options=cpu_options or CpuPolicyOptions(),
         ),
         zones=tuple(built),
         devices=node_devs,

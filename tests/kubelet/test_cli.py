@@ -229,3 +229,56 @@ def test_demo_shows_the_seed_examples() -> None:
         "REJECTED TopologyAffinityError",
     ]
     assert "gpu6-cpu24" in verdicts[1] and "best hint {0,1} (preferred)" in out
+
+
+SMT_PROFILE = """\
+nodes:
+- name: smt
+  kubelet:
+    topologyManagerPolicy: single-numa-node
+    topologyManagerScope: pod
+    cpuManagerPolicyOptions: {full-pcpus-only: "true"}
+    reservedSystemCPUs: "0,16"
+  shape: {numaNodes: 4, coresPerNumaNode: 4, threadsPerCore: 2, memoryPerNumaNode: 4Gi}
+"""
+
+SMT_PODS = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: three}
+spec:
+  containers:
+  - name: c1
+    resources:
+      limits: {cpu: 3, memory: 1Gi}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: four}
+spec:
+  containers:
+  - name: c1
+    resources:
+      limits: {cpu: 4, memory: 1Gi}
+"""
+
+
+def test_explain_shows_smt_alignment_errors(tmp_path: Path) -> None:
+    """The real kubelet's verdict on full-pcpus-only (shared/notes/real-kubelet.md): a
+    3-CPU pod on an SMT-2 node is rejected in Allocate, after the merge admitted it."""
+    profile = write(tmp_path, "p.yaml", SMT_PROFILE)
+    pods = write(tmp_path, "pods.yaml", SMT_PODS)
+    code, out, _ = invoke("kubelet", "explain", "--profile", profile, "--pod", pods)
+    assert code == 0, out
+    assert (
+        "pod default/three on node smt (single-numa-node, pod scope, CPU Manager options "
+        "full-pcpus-only): REJECTED SMTAlignmentError: SMT Alignment Error: requested 3 cpus "
+        "not multiple cpus per core = 2" in out
+    )
+    assert "then the CPU Manager's Allocate refused" in out
+    code, out, _ = invoke("kubelet", "explain", "--profile", profile, "--pod", pods, "--json")
+    verdicts = [(p["pod"], p["admit"], p["reason"]) for p in json.loads(out)]
+    assert verdicts == [("default/three", False, "SMTAlignmentError"), ("default/four", True, None)]
+    # whole cores on NUMA node 0: the reserved core (0, 16) leaves it the fewest free
+    # CPUs, and the static policy packs the fullest NUMA node first
+    assert json.loads(out)[1]["allocation"][0]["cpus"] == "1-2,17-18"

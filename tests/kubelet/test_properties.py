@@ -10,11 +10,21 @@ from hypothesis import strategies as st
 
 from fakenrt.kubelet.allocation import INIT, AdmissionResult
 from fakenrt.kubelet.node import NodeState
-from fakenrt.profiles.model import NodeProfile
+from fakenrt.profiles.model import CpuPolicyOptions, NodeProfile
 from fakenrt.profiles.resources import zone_allocatable, zone_capacity
 from tests.kubelet.builders import GI, node, pod
 
 POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
+#: CPU Manager policy options (combinations the kubelet accepts).
+CPU_OPTIONS = (
+    CpuPolicyOptions(),
+    CpuPolicyOptions(),
+    CpuPolicyOptions(full_pcpus_only=True),
+    CpuPolicyOptions(distribute_cpus_across_numa=True, full_pcpus_only=True),
+    CpuPolicyOptions(distribute_cpus_across_cores=True),
+    CpuPolicyOptions(prefer_align_cpus_by_uncorecache=True, strict_cpu_reservation=True),
+    CpuPolicyOptions(align_by_socket=True),
+)
 
 
 @st.composite
@@ -50,6 +60,7 @@ def profiles(draw: st.DrawFn) -> NodeProfile:
         reserved=frozenset(reserved) if threads == 1 else frozenset(),
         allocated=allocated,
         node_devices={"example.com/license": 1} if draw(st.booleans()) else {},
+        cpu_options=draw(st.sampled_from(CPU_OPTIONS)),
     )
 
 

@@ -1,0 +1,137 @@
+"""``fakenrt device-plugin``: a fake device plugin (API v1beta1) for a real kubelet.
+
+It advertises a profile node's devices - each resource on its own socket in the kubelet's
+device-plugins directory - with their NUMA nodes and health, answers
+``GetPreferredAllocation`` deterministically, and runs until SIGTERM / SIGINT.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+import click
+
+from fakenrt.commands.kubelet import InputError, pick_node
+from fakenrt.deviceplugin.inventory import plugin_devices, resources
+from fakenrt.deviceplugin.server import DEFAULT_DIR, DevicePluginError, FakeDevicePlugin
+from fakenrt.profiles import ProfileError, load_profiles
+
+
+def build_plugins(
+    *,
+    profile_path: str,
+    node: str | None,
+    names: Sequence[str],
+    plugin_dir: Path,
+    register_timeout: float = 10.0,
+) -> list[FakeDevicePlugin]:
+    """One plugin per resource (every device resource of the node when ``names`` is
+    empty). Raises InputError / DevicePluginError with a one-line message."""
+    try:
+        profiles = load_profiles(profile_path)
+    except ProfileError as exc:
+        raise InputError(str(exc)) from None
+    profile = pick_node(profiles, node, source=profile_path)
+    wanted = list(names) or list(resources(profile))
+    if not wanted:
+        raise InputError(f"{profile_path}: node {profile.name} has no devices to advertise")
+    plugins = []
+    for name in wanted:
+        try:
+            devices = plugin_devices(profile, name)
+        except ValueError as exc:
+            raise InputError(f"{profile_path}: {exc}") from None
+        plugins.append(
+            FakeDevicePlugin(
+                name, devices, plugin_dir=plugin_dir, register_timeout=register_timeout
+            )
+        )
+    return plugins
+
+
+def run(
+    *,
+    profile_path: str,
+    node: str | None,
+    names: Sequence[str],
+    plugin_dir: Path,
+    register_timeout: float,
+) -> None:
+    plugins = build_plugins(
+        profile_path=profile_path,
+        node=node,
+        names=names,
+        plugin_dir=plugin_dir,
+        register_timeout=register_timeout,
+    )
+    stop = threading.Event()
+
+    def _on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    started: list[FakeDevicePlugin] = []
+    try:
+        for plugin in plugins:
+            plugin.start()
+            started.append(plugin)
+            click.echo(
+                f"serving {plugin.resource} on {plugin.socket_path} "
+                f"({len(plugin.devices())} devices), registered with {plugin.kubelet_socket}",
+                err=True,
+            )
+        stop.wait()
+    finally:
+        for plugin in started:
+            plugin.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@click.command("device-plugin")
+@click.option("--profile", "profile_path", required=True, help="Node profile file (YAML).")
+@click.option("--node", default=None, help="Node of the profile (needed when it has several).")
+@click.option(
+    "--resource",
+    "names",
+    multiple=True,
+    help="Device resource to advertise (repeatable; default: every device resource).",
+)
+@click.option(
+    "--dir",
+    "plugin_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_DIR,
+    show_default=True,
+    help="The kubelet's device-plugins directory (holds kubelet.sock).",
+)
+@click.option(
+    "--register-timeout",
+    type=click.FloatRange(min=0.1, max=3600),
+    default=10.0,
+    show_default=True,
+    help="Seconds to wait for the kubelet's registration socket to answer.",
+)
+def device_plugin(
+    *,
+    profile_path: str,
+    node: str | None,
+    names: tuple[str, ...],
+    plugin_dir: Path,
+    register_timeout: float,
+) -> None:
+    """Advertise a profile node's devices to a real kubelet (device plugin API v1beta1)."""
+    try:
+        run(
+            profile_path=profile_path,
+            node=node,
+            names=names,
+            plugin_dir=plugin_dir,
+            register_timeout=register_timeout,
+        )
+    except (InputError, DevicePluginError) as exc:
+        raise click.ClickException(str(exc)) from None
