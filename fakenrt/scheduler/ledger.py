@@ -40,8 +40,12 @@ class ZoneLedger:
         available: Mapping[int, Mapping[str, int]],
         *,
         blocks: Mapping[int, list[frozenset[int]]] | None = None,
+        unaccounted: tuple[str, ...] = (),
     ) -> None:
         self.topology = topology
+        #: Pods on the node holding exclusive resources at zones nobody reported (see
+        #: :mod:`fakenrt.scheduler.reconstruction`): the free amounts may over-report.
+        self.unaccounted = unaccounted
         self.available: dict[int, dict[str, int]] = {
             z: dict(available.get(z, {})) for z in topology.zone_ids
         }
@@ -82,7 +86,9 @@ class ZoneLedger:
         return cls(topology, {z.id: z.available for z in topology.zones})
 
     def copy(self) -> ZoneLedger:
-        return ZoneLedger(self.topology, self.available, blocks=self.blocks)
+        return ZoneLedger(
+            self.topology, self.available, blocks=self.blocks, unaccounted=self.unaccounted
+        )
 
     def free(self, zone: int, resource: str) -> int:
         return self.available[zone].get(resource, 0)
