@@ -44,6 +44,7 @@ from fakenrt.kubelet.allocation import UNEXPECTED_ADMISSION_ERROR, PodAllocation
 from fakenrt.kubelet.allocation_codec import decode_allocation, encode_allocation
 from fakenrt.kubelet.node import NodeState
 from fakenrt.nrt import render_nrt
+from fakenrt.nrt.loaded import exclusive_pods
 from fakenrt.profiles.model import NodeProfile
 
 #: Reason of the Warning event on a pod whose recorded allocation could not be restored.
@@ -84,10 +85,6 @@ class NrtSnapshot:
     usage: Mapping[int, Mapping[str, int]]
     #: ``namespace/name`` of the pods holding exclusive resources (the fingerprint's set).
     pods: tuple[str, ...]
-
-
-def _holds_exclusive(allocation: PodAllocation) -> bool:
-    return any(c.cpus or c.memory or any(c.devices.values()) for c in allocation.containers)
 
 
 class NodeModel:
@@ -132,7 +129,7 @@ class NodeModel:
     def snapshot(self) -> NrtSnapshot:
         return NrtSnapshot(
             usage=self.state.zone_usage(),
-            pods=tuple(a.key for a in self.state.allocations().values() if _holds_exclusive(a)),
+            pods=exclusive_pods(self.state.allocations().values()),
         )
 
     def render(self, snapshot: NrtSnapshot) -> dict[str, Any]:

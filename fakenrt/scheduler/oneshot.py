@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from exporter.annotations import zone_name
-from fakenrt.podspec import pod_from_manifest
+from fakenrt.kubelet.podcheck import api_errors
+from fakenrt.podspec import PodSpecError, pod_from_manifest
 from fakenrt.scheduler.args import PluginArgs
 from fakenrt.scheduler.ledger import ZoneLedger
 from fakenrt.scheduler.nrt import read_nrt
@@ -49,6 +50,11 @@ def evaluate_on_node(
     plugin = NumaPlugin(args)
     topology = read_nrt(nrt, source=nrt_source)
     spec = pod_from_manifest(pod, source=pod_source)
+    # What the API server refuses (fractional devices, ...) the kubelet never sees: the
+    # same rule `fakenrt kubelet explain` applies.
+    errors = api_errors(spec, source=pod_source)
+    if errors:
+        raise PodSpecError("; ".join(errors))
     unplaced: tuple[str, ...] = ()
     if plugin.args.reconstruct_available:
         node_pods = [node_pod_from_manifest(m, source=s) for s, m in pods_on_node]

@@ -296,6 +296,8 @@ def reconstruct(
         ledger = ZoneLedger(
             topology, {z.id: z.available for z in topology.zones}, blocks=ledger.blocks
         )
+        if unaccounted:
+            ledger.assume_single_blocks()  # their groups are not published anywhere
         unaccounted = []
     ledger.unaccounted = tuple(unaccounted)
     return Reconstruction(

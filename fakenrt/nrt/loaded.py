@@ -1,0 +1,120 @@
+"""A loaded node: a profile node after the kubelet simulator admitted pods, as the outside
+world sees it - its NRT object and its pods with the annotations the exporter writes. Pure.
+
+What ``fakenrt nrt render --pod`` prints, and what the differential tests feed the
+scheduler plugin:
+
+* :func:`render_loaded` - the NRT the node publishes once its allocations are current:
+  ``available`` from the simulator's per-zone use (the profile's foreign ``allocated``
+  included), the fingerprint over the admitted pods holding exclusive resources;
+* :func:`observed_annotations` - per admitted pod, the annotations the exporter derives
+  from the node's podresources report (:mod:`exporter.placement`; podresources lists app
+  containers and native sidecars, not regular init containers);
+* :func:`bound_pod_manifest` - an admitted pod as the API shows it: bound to the node,
+  ``Running``, with those annotations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from exporter.placement import annotation_values, derive_placement
+from exporter.resources import ContainerResources, DeviceAssignment, PodResources
+from exporter.resources import MemoryBlock as ObservedMemoryBlock
+from fakenrt.kubelet.allocation import INIT, PodAllocation
+from fakenrt.kubelet.node import NodeState
+from fakenrt.nrt.render import render_nrt
+from fakenrt.podspec import ContainerSpec, PodSpec
+from fakenrt.profiles.model import NodeProfile
+
+
+def holds_exclusive(allocation: PodAllocation) -> bool:
+    """The pod holds exclusive CPUs, memory blocks or devices: it counts in ``available``
+    and in the ``with-exclusive-resources`` fingerprint."""
+    return any(c.cpus or c.memory or any(c.devices.values()) for c in allocation.containers)
+
+
+def exclusive_pods(allocations: Iterable[PodAllocation]) -> tuple[str, ...]:
+    """``namespace/name`` of the pods :func:`holds_exclusive` keeps, in the order given."""
+    return tuple(a.key for a in allocations if holds_exclusive(a))
+
+
+def render_loaded(state: NodeState) -> dict[str, Any]:
+    """The NRT object of the node in ``state``, current for every admitted pod."""
+    return render_nrt(
+        state.profile,
+        usage=state.zone_usage(),
+        pods=exclusive_pods(state.allocations().values()),
+    )
+
+
+def observed_annotations(profile: NodeProfile, allocation: PodAllocation) -> dict[str, str]:
+    """The annotations the exporter writes on the pod (none for a pod it does not
+    annotate)."""
+    cpu_to_numa = {cpu: zone.id for zone in profile.zones for cpu in zone.cpus}
+    device_numa = {
+        (name, device): zone.id
+        for zone in profile.zones
+        for name, dset in zone.devices.items()
+        for device in dset.ids
+    }
+    containers = tuple(
+        ContainerResources(
+            name=c.name,
+            cpu_ids=tuple(sorted(c.cpus)),
+            devices=tuple(
+                DeviceAssignment(
+                    name, (d,), (device_numa[(name, d)],) if (name, d) in device_numa else ()
+                )
+                for name, ids in sorted(c.devices.items())
+                for d in sorted(ids)
+            ),
+            memory=tuple(
+                ObservedMemoryBlock(b.type, b.size, tuple(sorted(b.numa))) for b in c.memory
+            ),
+        )
+        for c in allocation.containers
+        if c.kind != INIT
+    )
+    report = PodResources(allocation.namespace, allocation.name, containers)
+    values = annotation_values(derive_placement(report, cpu_to_numa))
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _resources(c: ContainerSpec) -> dict[str, Any]:
+    return {
+        "requests": {name: str(v) for name, v in sorted(c.requests.items())},
+        "limits": {name: str(v) for name, v in sorted(c.limits.items())},
+    }
+
+
+def bound_pod_manifest(
+    pod: PodSpec, *, node: str, annotations: Mapping[str, str]
+) -> dict[str, Any]:
+    """``pod`` as the API server shows it once bound to ``node`` and running."""
+    inits = []
+    for c in pod.init_containers:
+        entry: dict[str, Any] = {"name": c.name, "resources": _resources(c)}
+        if c.restartable:
+            entry["restartPolicy"] = "Always"
+        inits.append(entry)
+    spec: dict[str, Any] = {
+        "nodeName": node,
+        "containers": [{"name": c.name, "resources": _resources(c)} for c in pod.containers],
+    }
+    if inits:
+        spec["initContainers"] = inits
+    metadata: dict[str, Any] = {"name": pod.name, "namespace": pod.namespace}
+    if pod.uid:
+        metadata["uid"] = pod.uid
+    merged = {**pod.annotations, **annotations}
+    if merged:
+        metadata["annotations"] = dict(sorted(merged.items()))
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": spec,
+        "status": {"phase": "Running"},
+    }
