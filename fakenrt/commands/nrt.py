@@ -9,8 +9,13 @@ import click
 import yaml
 
 from fakenrt.commands.kubelet import InputError, new_node_state, pick_node, read_pods
-from fakenrt.nrt import render_nrt
-from fakenrt.nrt.loaded import bound_pod_manifest, observed_annotations, render_loaded
+from fakenrt.kubelet.node import NodeState
+from fakenrt.nrt.loaded import (
+    bound_pod_manifest,
+    foreign_pods,
+    observed_annotations,
+    render_loaded,
+)
 from fakenrt.profiles import ProfileError, load_profiles
 
 
@@ -46,9 +51,10 @@ def nrt() -> None:
     "--pods-out",
     "pods_out",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="With --pod: write the admitted pods here (multi-document YAML), bound to the node, "
-    "Running, with the annotations the exporter would write - the --pods-on-node input of "
-    "`fakenrt scheduler evaluate`.",
+    help="With --pod: write the pods on the node here (multi-document YAML): the pods "
+    "standing for the profile's foreign `allocated`, then the admitted ones, bound to the "
+    "node, Running, with the annotations the exporter would write - the --pods-on-node "
+    "input of `fakenrt scheduler evaluate`.",
 )
 @click.option(
     "--json",
@@ -66,9 +72,10 @@ def render(
     """Print the NRT objects a profile gives before any pod runs, or, with --pod, the NRT
     of one node after the kubelet simulator admitted those pods.
 
-    Available amounts already subtract each zone's foreign `allocated` resources. The
-    output can be applied with kubectl once the NRT CRD is installed. A pod the simulator
-    rejects holds nothing; it is named on stderr.
+    Available amounts already subtract each zone's foreign `allocated` resources (held by
+    one pod per zone, counted in the pod fingerprint, as `fakenrt controller` creates
+    them). The output can be applied with kubectl once the NRT CRD is installed. A pod
+    the simulator rejects holds nothing; it is named on stderr.
     """
     try:
         profiles = load_profiles(profile_path)
@@ -87,7 +94,10 @@ def render(
         objects = [_render_loaded(profile_path, node_names, pod_paths, pods_out)]
     else:
         chosen = [by_name[n] for n in dict.fromkeys(node_names)] if node_names else profiles
-        objects = [render_nrt(p, usage=None) for p in chosen]
+        try:
+            objects = [render_loaded(NodeState.from_profile(p)) for p in chosen]
+        except ValueError as exc:
+            raise click.ClickException(f"{profile_path}: {exc}") from None
     if as_json:
         click.echo(json.dumps(objects, indent=2))
     else:
@@ -124,7 +134,7 @@ def _render_loaded(
             bound_pod_manifest(
                 pod, node=profile.name, annotations=observed_annotations(profile, allocation)
             )
-            for pod, allocation in admitted
+            for pod, allocation in (*foreign_pods(state), *admitted)
         ]
         try:
             pods_out.write_text(yaml.safe_dump_all(manifests, sort_keys=False))

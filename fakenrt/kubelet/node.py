@@ -126,6 +126,7 @@ class NodeState:
         self._blocks: dict[str, tuple[Block, ...]] = state["blocks"]
         self._requests: dict[str, dict[str, int]] = state["requests"]
         self._used: dict[str, int] = state["used"]
+        self._foreign: dict[int, ContainerAllocation] = state["foreign"]
 
     # -- construction ----------------------------------------------------------------
     @classmethod
@@ -139,7 +140,11 @@ class NodeState:
         allocated: dict[str, frozenset[str]] = {}
         mem = initial_machine_state(profile)
         used: dict[str, int] = {}
+        foreign: dict[int, ContainerAllocation] = {}
         for zone in profile.zones:
+            cpus: frozenset[int] = frozenset()
+            devices: dict[str, tuple[str, ...]] = {}
+            memory: list[MemoryBlock] = []
             for name, amount in sorted(zone.allocated.items()):
                 where = f"node {profile.name}: zone {zone.id}: allocated.{name}"
                 if amount <= 0:
@@ -148,20 +153,27 @@ class NodeState:
                 if name == "cpu":
                     free = (zone.cpus & default) - reserved
                     try:
-                        default -= take_by_topology(static.topo, free, amount)
+                        cpus = take_by_topology(static.topo, free, amount)
                     except CpuAllocationError:
                         raise ValueError(f"{where}: only {len(free)} CPUs can be held") from None
+                    default -= cpus
                 elif is_memory_type(name):
                     table = mem[zone.id].tables.get(name)
                     if table is None or table.free < amount:
                         raise ValueError(f"{where}: more than the zone's allocatable {name}")
                     update_machine_state(mem, (zone.id,), name, amount)
+                    memory.append(MemoryBlock(name, amount, frozenset((zone.id,))))
                 else:
                     dset = zone.devices.get(name)
                     healthy = [] if dset is None else list(dset.healthy)
                     if len(healthy) < amount:
                         raise ValueError(f"{where}: the zone has {len(healthy)} healthy devices")
                     allocated[name] = allocated.get(name, frozenset()) | set(healthy[:amount])
+                    devices[name] = tuple(healthy[:amount])
+            if cpus or devices or memory:
+                foreign[zone.id] = ContainerAllocation(
+                    name="foreign", cpus=cpus, devices=devices, memory=tuple(memory)
+                )
         return cls(
             static,
             cpu_default=default,
@@ -171,6 +183,7 @@ class NodeState:
             blocks={},
             requests={},
             used=used,
+            foreign=foreign,
         )
 
     def copy(self) -> NodeState:
@@ -184,6 +197,7 @@ class NodeState:
             blocks=dict(self._blocks),
             requests=dict(self._requests),
             used=dict(self._used),
+            foreign=self._foreign,
         )
 
     @property
@@ -338,6 +352,11 @@ class NodeState:
             self._used[name] = self._used.get(name, 0) - amount
 
     # -- views -----------------------------------------------------------------------
+    def foreign(self) -> Mapping[int, ContainerAllocation]:
+        """Per zone id: what the profile's foreign ``allocated`` holds there (the CPU ids,
+        device ids and one-zone memory blocks taken at start), for zones holding any."""
+        return dict(self._foreign)
+
     def allocations(self) -> Mapping[str, PodAllocation]:
         """Admitted pods, in admission order."""
         return dict(self._pods)

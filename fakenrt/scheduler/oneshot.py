@@ -38,15 +38,17 @@ class NodeEvaluation:
 def evaluate_on_node(
     nrt: Mapping[str, Any],
     pod: Mapping[str, Any],
-    pods_on_node: Iterable[tuple[str, Mapping[str, Any]]] = (),
+    pods_on_node: Iterable[tuple[str, Mapping[str, Any]]] | None = None,
     args: PluginArgs | None = None,
     *,
     nrt_source: str = "nrt",
     pod_source: str = "pod",
 ) -> NodeEvaluation:
     """Filter and score ``pod`` on the node ``nrt`` describes. ``pods_on_node`` pairs each
-    manifest with a source label for error messages. Raises NRTError, PodSpecError or
-    ReconstructionError naming the source, object and field."""
+    manifest with a source label for error messages; None means the pods on the node are
+    not known, so there is nothing to reconstruct from and NRT ``available`` is trusted.
+    Raises NRTError, PodSpecError or ReconstructionError naming the source, object and
+    field."""
     plugin = NumaPlugin(args)
     topology = read_nrt(nrt, source=nrt_source)
     spec = pod_from_manifest(pod, source=pod_source)
@@ -56,7 +58,7 @@ def evaluate_on_node(
     if errors:
         raise PodSpecError("; ".join(errors))
     unplaced: tuple[str, ...] = ()
-    if plugin.args.reconstruct_available:
+    if plugin.args.reconstruct_available and pods_on_node is not None:
         node_pods = [node_pod_from_manifest(m, source=s) for s, m in pods_on_node]
         rebuilt = reconstruct(topology, node_pods, strict=True)
         ledger = rebuilt.ledger

@@ -7,7 +7,8 @@ Filter, in order:
 1. no NRT for the node -> pass; a Guaranteed pod whose memory request is not a whole
    number of bytes on a node whose Memory Manager aligns memory -> fail, whatever the
    policy (the kubelet's Memory Manager fails it: ``UnexpectedAdmissionError``); policy
-   ``none`` / ``best-effort`` -> pass (the kubelet never rejects on topology grounds there);
+   ``none`` / ``best-effort`` -> pass (the kubelet never rejects on topology grounds there)
+   unless the Memory Manager's own allocation without NUMA affinity fails;
 2. the pod's admission steps over the NUMA-relevant resources (reported per zone, minus
    ``ignoreList``, gated by QoS as the kubelet gates them); nothing to align -> pass;
 3. pods on the node hold exclusive resources at zones nobody reported (no placement
@@ -31,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from fakenrt.podspec import PodSpec
+from fakenrt.scheduler.alignment import memory_without_affinity
 from fakenrt.scheduler.args import PluginArgs
 from fakenrt.scheduler.evaluator import evaluator_for
 from fakenrt.scheduler.ledger import ZoneLedger
@@ -104,7 +106,13 @@ class NumaPlugin:
             topology.policy, prefer_closest=self.args.prefer_closest_numa_nodes
         )
         if evaluator is None:
-            return FilterResult(fit=True)
+            # No topology rejection here, but the Memory Manager still allocates (and can
+            # fail: UnexpectedAdmissionError) when it aligns memory.
+            units = self.units(pod, topology)
+            problem = memory_without_affinity(ledger, units)
+            if problem is not None:
+                return FilterResult(fit=False, reason=problem, engaged=True, units=units)
+            return FilterResult(fit=True, units=units)
         units = self.units(pod, topology)
         if all(u.empty for u in units):
             return FilterResult(fit=True, units=units)

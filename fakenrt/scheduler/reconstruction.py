@@ -296,8 +296,9 @@ def reconstruct(
         ledger = ZoneLedger(
             topology, {z.id: z.available for z in topology.zones}, blocks=ledger.blocks
         )
-        if unaccounted:
-            ledger.assume_single_blocks()  # their groups are not published anywhere
+        # Memory no annotation reports (unannotated pods') has unknown groups: NRT does
+        # not publish them; assume one-zone blocks.
+        ledger.assume_single_blocks()
         unaccounted = []
     ledger.unaccounted = tuple(unaccounted)
     return Reconstruction(

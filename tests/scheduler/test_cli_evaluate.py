@@ -111,8 +111,13 @@ def test_reconstruct_off_trusts_nrt_available(tmp_path: Path) -> None:
     zones = [dict(z, available={"cpu": 0, "memory": 0, GPU: 0}) for z in ZONES]
     nrt = write(tmp_path, "nrt.yaml", nrt_object("gpu-1", zones, policy="restricted"))
     pod_path = write(tmp_path, "pod.yaml", pod())
-    default = invoke("--nrt", nrt, "--pod", pod_path, "--json")
+    # --pods-on-node given (empty: no pods), no fingerprint saying NRT is current: rebuilt
+    no_pods = write(tmp_path, "none.yaml")
+    default = invoke("--nrt", nrt, "--pod", pod_path, "--pods-on-node", no_pods, "--json")
     assert json.loads(default.stdout)["fit"] is True  # no pods on the node: all free
+    # without --pods-on-node the pods are unknown: NRT available is trusted
+    unknown = invoke("--nrt", nrt, "--pod", pod_path, "--json")
+    assert json.loads(unknown.stdout)["fit"] is False
     args = write(tmp_path, "args.yaml", {"reconstructAvailable": False, "ignoreList": ["memory"]})
     trusted = invoke("--nrt", nrt, "--pod", pod_path, "--args", args, "--json")
     verdict = json.loads(trusted.stdout)
