@@ -68,6 +68,9 @@ class Scores:
 ZERO_SCORES = Scores(dict.fromkeys(STRATEGIES, MIN_SCORE))
 
 
+MEMORY_MANAGER = "memory manager"
+
+
 def deferred_reason(pods: tuple[str, ...]) -> str:
     """Why a NUMA-sensitive pod is deferred on a node whose free zones are unknown."""
     more = f" and {len(pods) - 1} more" if len(pods) > 1 else ""
@@ -109,7 +112,11 @@ class NumaPlugin:
             # No topology rejection here, but the Memory Manager still allocates (and can
             # fail: UnexpectedAdmissionError) when it aligns memory.
             units = self.units(pod, topology)
-            problem = memory_without_affinity(ledger, units)
+            memory = any(u.memory or u.container_memory for u in units)
+            if memory and ledger.unaccounted:
+                reason = deferred_reason(ledger.unaccounted)
+                return FilterResult(fit=False, reason=reason, engaged=True, units=units)
+            problem = self._memory_problem(topology, ledger, units) if memory else None
             if problem is not None:
                 return FilterResult(fit=False, reason=problem, engaged=True, units=units)
             return FilterResult(fit=True, units=units)
@@ -128,6 +135,22 @@ class NumaPlugin:
             engaged=True,
             units=units,
         )
+
+    def _memory_problem(
+        self, topology: NumaTopology, ledger: ZoneLedger, units: tuple[AlignmentUnit, ...]
+    ) -> str | None:
+        """Why the Memory Manager fails the pod on a ``none`` / ``best-effort`` node, or
+        None. ``none``: no NUMA affinity for any container (exact). ``best-effort``: when a
+        preferred merged hint exists it is the one ``restricted`` picks, and the Memory
+        Manager's allocation inside it decides; when none exists the kubelet's choice among
+        non-preferred hints is not modelled and the pod passes (an approximation)."""
+        if topology.policy != POLICY_BEST_EFFORT:
+            return memory_without_affinity(ledger, units)
+        aligned = RestrictedEvaluator(prefer_closest=self.args.prefer_closest_numa_nodes)
+        evaluation = aligned.evaluate(ledger, units)
+        if not evaluation.fit and (evaluation.reason or "").startswith(MEMORY_MANAGER):
+            return evaluation.reason
+        return None
 
     def score(
         self,
