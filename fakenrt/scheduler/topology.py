@@ -75,7 +75,7 @@ class NumaTopology:
     def zone_ids(self) -> tuple[int, ...]:
         return tuple(z.id for z in self.zones)
 
-    @property
+    @cached_property
     def reported(self) -> frozenset[str]:
         """Resources some zone reports (the per-zone resources the node can align)."""
         names: set[str] = set()
@@ -83,7 +83,7 @@ class NumaTopology:
             names.update(zone.capacity)
         return frozenset(names)
 
-    @property
+    @cached_property
     def unaligned(self) -> frozenset[str]:
         """Reported resources the node's kubelet is known not to align: ``cpu`` when the
         CPU Manager policy is published and not ``static``; every memory type when the
