@@ -139,8 +139,14 @@ def evaluate(
     click.echo(f"zones: {', '.join(result.zones) if result.zones else '-'}")
     for name, value in result.scores.values.items():
         click.echo(f"score {name}: {value}")
-    for key in result.unplaced:
-        click.echo(f"note: pod {key} has no placement annotation; not counted", err=True)
+    if result.nrt_exact:
+        click.echo(
+            "note: the NRT pod fingerprint matches the pods on the node: NRT available is used",
+            err=True,
+        )
+    else:
+        for key in result.unplaced:
+            click.echo(f"note: pod {key} has no placement annotation; not counted", err=True)
     if pods and not args.reconstruct_available:
         click.echo("note: --pods-on-node is not used with reconstructAvailable: false", err=True)
 

@@ -25,6 +25,8 @@ class NodeEvaluation:
     scores: Scores
     #: placement-less pods on the node (reconstruction does not guess them)
     unplaced: tuple[str, ...] = ()
+    #: the NRT pod fingerprint matched the pods on the node: NRT available was used
+    nrt_exact: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -58,11 +60,13 @@ def evaluate_on_node(
     if errors:
         raise PodSpecError("; ".join(errors))
     unplaced: tuple[str, ...] = ()
+    nrt_exact = False
     if plugin.args.reconstruct_available and pods_on_node is not None:
         node_pods = [node_pod_from_manifest(m, source=s) for s, m in pods_on_node]
         rebuilt = reconstruct(topology, node_pods, strict=True)
         ledger = rebuilt.ledger
         unplaced = rebuilt.unplaced
+        nrt_exact = rebuilt.nrt_exact
     else:
         ledger = ZoneLedger.from_nrt(topology)
     result = plugin.filter(spec, topology, ledger)
@@ -73,4 +77,5 @@ def evaluate_on_node(
         zones=tuple(zone_name(z) for z in result.placement.zones),
         scores=scores,
         unplaced=unplaced,
+        nrt_exact=nrt_exact,
     )
