@@ -98,7 +98,7 @@ def scheduler() -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Multi-document YAML of the Pods already on the node, with their placement "
     "annotations (used to reconstruct free capacity; terminal pods count for nothing). "
-    "Default: the node has no pods.",
+    "Without it the pods are unknown and NRT available is trusted.",
 )
 @_ARGS_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
@@ -116,7 +116,7 @@ def evaluate(
     """
     nrt_obj = _load_one(nrt_path, "NodeResourceTopology")
     pod_obj = _load_one(pod_path, "Pod")
-    pods = _pods_on_node(pods_path) if pods_path is not None else []
+    pods = _pods_on_node(pods_path) if pods_path is not None else None
     args = _plugin_args(args_path)
     try:
         result = evaluate_on_node(
@@ -139,8 +139,14 @@ def evaluate(
     click.echo(f"zones: {', '.join(result.zones) if result.zones else '-'}")
     for name, value in result.scores.values.items():
         click.echo(f"score {name}: {value}")
-    for key in result.unplaced:
-        click.echo(f"note: pod {key} has no placement annotation; not counted", err=True)
+    if result.nrt_exact:
+        click.echo(
+            "note: the NRT pod fingerprint matches the pods on the node: NRT available is used",
+            err=True,
+        )
+    else:
+        for key in result.unplaced:
+            click.echo(f"note: pod {key} has no placement annotation; not counted", err=True)
     if pods and not args.reconstruct_available:
         click.echo("note: --pods-on-node is not used with reconstructAvailable: false", err=True)
 

@@ -53,6 +53,17 @@ class DeletePod:
 
 
 @dataclass(frozen=True)
+class CreatePod:
+    """Create a pod already bound to ``node`` (the pods standing for a profile's foreign
+    ``allocated``); one that already exists is left as it is."""
+
+    node: str
+    namespace: str
+    name: str
+    manifest: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
 class PublishNrt:
     """Create or update the node's NodeResourceTopology object with ``body``."""
 
@@ -88,6 +99,7 @@ Effect = (
     PatchPodStatus
     | RecordPodEvent
     | DeletePod
+    | CreatePod
     | PublishNrt
     | ServePodResources
     | RenewLease

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from exporter.kubeclient import KubeClient
 from exporter.kubeerrors import ApiError, Transient
 from fakenrt.controller.effects import (
+    CreatePod,
     DeletePod,
     Effect,
     PatchPodStatus,
@@ -32,6 +33,7 @@ from fakenrt.controller.effects import (
 )
 from fakenrt.controller.writers import (
     NrtWriter,
+    create_pod,
     delete_pod,
     patch_pod_status,
     record_event,
@@ -47,7 +49,7 @@ _Item = Effect | _Latest
 
 
 def _shard_key(effect: Effect) -> str:
-    if isinstance(effect, PatchPodStatus | RecordPodEvent | DeletePod):
+    if isinstance(effect, PatchPodStatus | RecordPodEvent | DeletePod | CreatePod):
         return f"{effect.namespace}/{effect.name}"
     return effect.node
 
@@ -190,6 +192,8 @@ class Executor:
             record_event(self._kube, effect)
         elif isinstance(effect, DeletePod):
             delete_pod(self._kube, effect)
+        elif isinstance(effect, CreatePod):
+            create_pod(self._kube, effect)
         elif isinstance(effect, PublishNrt):
             self._nrt.publish(effect)
         elif isinstance(effect, RenewLease):

@@ -66,6 +66,7 @@ class Fleet:
         now = self.clock()
         effects = self._recover(pods, now)
         for model in self.nodes.values():
+            effects += model.missing_foreign(self.settings.controller)
             effects += model.publish_now()
             effects.append(self._node_status(model, now))
             effects.append(RenewLease(model.name, now))

@@ -16,6 +16,7 @@ from enum import Enum
 from typing import Any
 
 from fakenrt.controller.effects import (
+    CreatePod,
     DeletePod,
     Effect,
     PatchPodStatus,
@@ -23,6 +24,7 @@ from fakenrt.controller.effects import (
     RecordPodEvent,
     ServePodResources,
 )
+from fakenrt.controller.foreign import foreign_pod_object
 from fakenrt.controller.lag import LagPipeline
 from fakenrt.controller.nodeobjects import NodeIdentity
 from fakenrt.controller.pods import (
@@ -44,6 +46,8 @@ from fakenrt.kubelet.allocation import UNEXPECTED_ADMISSION_ERROR, PodAllocation
 from fakenrt.kubelet.allocation_codec import decode_allocation, encode_allocation
 from fakenrt.kubelet.node import NodeState
 from fakenrt.nrt import render_nrt
+from fakenrt.nrt.loaded import exclusive_pods, foreign_pods, node_allocations
+from fakenrt.podspec import PodSpec
 from fakenrt.profiles.model import NodeProfile
 
 #: Reason of the Warning event on a pod whose recorded allocation could not be restored.
@@ -86,10 +90,6 @@ class NrtSnapshot:
     pods: tuple[str, ...]
 
 
-def _holds_exclusive(allocation: PodAllocation) -> bool:
-    return any(c.cpus or c.memory or any(c.devices.values()) for c in allocation.containers)
-
-
 class NodeModel:
     """The simulated kubelet of one fake node."""
 
@@ -112,6 +112,8 @@ class NodeModel:
         jitter = settings.nrt_jitter if profile.nrt_jitter is None else profile.nrt_jitter
         self.lag: LagPipeline[NrtSnapshot] = LagPipeline(delay=delay, jitter=jitter, rng=self.rng)
         self.pods: dict[str, TrackedPod] = {}
+        # The pods standing for the profile's foreign `allocated` (controller/foreign.py).
+        self.foreign: dict[str, PodSpec] = {spec.key: spec for spec, _ in foreign_pods(self.state)}
         self._deleting: set[str] = set()
         self._timers = timers
         self._next_sequence = 1
@@ -132,7 +134,7 @@ class NodeModel:
     def snapshot(self) -> NrtSnapshot:
         return NrtSnapshot(
             usage=self.state.zone_usage(),
-            pods=tuple(a.key for a in self.state.allocations().values() if _holds_exclusive(a)),
+            pods=exclusive_pods(node_allocations(self.state)),
         )
 
     def render(self, snapshot: NrtSnapshot) -> dict[str, Any]:
@@ -140,7 +142,7 @@ class NodeModel:
 
     def _changed(self, now: float) -> list[Effect]:
         """The node's allocations changed: serve them at once, publish them after the lag."""
-        served = ServePodResources(self.name, tuple(self.state.allocations().values()))
+        served = ServePodResources(self.name, node_allocations(self.state))
         due = self.lag.push(now, self.snapshot())
         if due <= now:  # no lag: visible at once
             return [served, *self._publish_due(now)]
@@ -155,7 +157,7 @@ class NodeModel:
         self.published = self.snapshot()
         return [
             PublishNrt(self.name, self.render(self.published)),
-            ServePodResources(self.name, tuple(self.state.allocations().values())),
+            ServePodResources(self.name, node_allocations(self.state)),
         ]
 
     # ---- pods from the watch ---------------------------------------------------------
@@ -276,8 +278,38 @@ class NodeModel:
                 return host
         return None
 
+    def missing_foreign(self, controller: str) -> list[Effect]:
+        """Create the foreign pods the API does not have (after :meth:`recover`)."""
+        return [
+            CreatePod(
+                self.name,
+                spec.namespace,
+                spec.name,
+                foreign_pod_object(spec, node=self.name, controller=controller),
+            )
+            for key, spec in self.foreign.items()
+            if key not in self.pods
+        ]
+
+    def _attach_foreign(self, pod: ObservedPod, now: float) -> list[Effect]:
+        """A foreign pod: it holds its zone's `allocated` since the node started, so it is
+        not admitted; it runs (never completes) and keeps nothing else."""
+        tracked = TrackedPod(pod, Stage.RUNNING, admitted_at=now, started_at=now)
+        self.pods[pod.key] = tracked
+        if pod.phase == "Running":
+            tracked.started_at = pod.started
+            return []
+        tracked.ip_host = self._take_host(pod)
+        pod_ip = self.identity.pod_ip(tracked.ip_host) if tracked.ip_host else ""
+        status = running_status(
+            pod, admitted_at=now, at=now, host_ip=self.identity.internal_ip, pod_ip=pod_ip
+        )
+        return [self._patch(pod, status)]
+
     def admit(self, pod: ObservedPod, now: float) -> list[Effect]:
         """Run the simulated kubelet's admission on a newly bound pod."""
+        if pod.key in self.foreign:
+            return self._attach_foreign(pod, now)
         if pod.spec is None:
             reason, message = UNEXPECTED_ADMISSION_ERROR, f"cannot read the pod: {pod.error}"
             return self._reject(pod, reason, message, now)

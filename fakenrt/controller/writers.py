@@ -7,6 +7,7 @@ the way the kubelet (or NFD / RTE for NRT objects) would:
   that is gone (404) or was replaced by a namesake (422 on ``metadata.uid``) is skipped;
 * events: core/v1 Events named ``<pod>.<hex nanoseconds>`` like the kubelet's recorder;
 * deletion: ``DELETE`` with grace period 0 and a uid precondition (404 / 409: done);
+* creation of the foreign pods: ``POST`` (409, it exists: done);
 * NRT: create, or update with the last seen resourceVersion; a conflict re-reads the
   object and retries (someone else wrote it: our state wins);
 * Lease: merge patch of ``renewTime`` (created when missing);
@@ -24,6 +25,7 @@ from exporter.kubeclient import STRATEGIC_MERGE_PATCH, KubeClient, path
 from exporter.kubeerrors import Conflict, Invalid, NotFound
 from fakenrt import __version__
 from fakenrt.controller.effects import (
+    CreatePod,
     DeletePod,
     PatchPodStatus,
     PublishNrt,
@@ -109,6 +111,11 @@ def delete_pod(kube: KubeClient, effect: DeletePod) -> None:
     body = {"gracePeriodSeconds": 0, "preconditions": {"uid": effect.uid}}
     with contextlib.suppress(NotFound, Conflict):
         kube.delete(pod_path(effect.namespace, effect.name), body)
+
+
+def create_pod(kube: KubeClient, effect: CreatePod) -> None:
+    with contextlib.suppress(Conflict):
+        kube.create(path("api", "v1", "namespaces", effect.namespace, "pods"), effect.manifest)
 
 
 def renew_lease(kube: KubeClient, effect: RenewLease, *, node_uid: str, duration_s: int) -> None:

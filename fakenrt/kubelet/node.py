@@ -127,6 +127,7 @@ class NodeState:
         self._blocks: dict[str, tuple[Block, ...]] = state["blocks"]
         self._requests: dict[str, dict[str, int]] = state["requests"]
         self._used: dict[str, int] = state["used"]
+        self._foreign: dict[int, ContainerAllocation] = state["foreign"]
 
     # -- construction ----------------------------------------------------------------
     @classmethod
@@ -143,7 +144,11 @@ class NodeState:
         # Non-exclusive requests of foreign pods count in the fit check (the kubelet's
         # predicate sums the requests of every pod on the node, its control plane's too).
         used = {k: v for k, v in profile.foreign_requests.items() if k != "pods"}
+        foreign: dict[int, ContainerAllocation] = {}
         for zone in profile.zones:
+            cpus: frozenset[int] = frozenset()
+            devices: dict[str, tuple[str, ...]] = {}
+            memory: list[MemoryBlock] = []
             for name, amount in sorted(zone.allocated.items()):
                 where = f"node {profile.name}: zone {zone.id}: allocated.{name}"
                 if amount <= 0:
@@ -152,20 +157,27 @@ class NodeState:
                 if name == "cpu":
                     free = (zone.cpus & default) - reserved
                     try:
-                        default -= take_cpus(static.topo, free, amount, cfg.cpu_options)
+                        cpus = take_cpus(static.topo, free, amount, cfg.cpu_options)
                     except CpuAllocationError:
                         raise ValueError(f"{where}: only {len(free)} CPUs can be held") from None
+                    default -= cpus
                 elif is_memory_type(name):
                     table = mem[zone.id].tables.get(name)
                     if table is None or table.free < amount:
                         raise ValueError(f"{where}: more than the zone's allocatable {name}")
                     update_machine_state(mem, (zone.id,), name, amount)
+                    memory.append(MemoryBlock(name, amount, frozenset((zone.id,))))
                 else:
                     dset = zone.devices.get(name)
                     healthy = [] if dset is None else list(dset.healthy)
                     if len(healthy) < amount:
                         raise ValueError(f"{where}: the zone has {len(healthy)} healthy devices")
                     allocated[name] = allocated.get(name, frozenset()) | set(healthy[:amount])
+                    devices[name] = tuple(healthy[:amount])
+            if cpus or devices or memory:
+                foreign[zone.id] = ContainerAllocation(
+                    name="foreign", cpus=cpus, devices=devices, memory=tuple(memory)
+                )
         return cls(
             static,
             cpu_default=default,
@@ -175,6 +187,7 @@ class NodeState:
             blocks={},
             requests={},
             used=used,
+            foreign=foreign,
         )
 
     def copy(self) -> NodeState:
@@ -188,6 +201,7 @@ class NodeState:
             blocks=dict(self._blocks),
             requests=dict(self._requests),
             used=dict(self._used),
+            foreign=self._foreign,
         )
 
     @property
@@ -343,6 +357,11 @@ class NodeState:
             self._used[name] = self._used.get(name, 0) - amount
 
     # -- views -----------------------------------------------------------------------
+    def foreign(self) -> Mapping[int, ContainerAllocation]:
+        """Per zone id: what the profile's foreign ``allocated`` holds there (the CPU ids,
+        device ids and one-zone memory blocks taken at start), for zones holding any."""
+        return dict(self._foreign)
+
     def allocations(self) -> Mapping[str, PodAllocation]:
         """Admitted pods, in admission order."""
         return dict(self._pods)

@@ -17,6 +17,7 @@ identified by namespace and name only.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 from fakenrt.nrt.xxh64 import xxh64
 
@@ -30,6 +31,7 @@ METHOD_ALL = "all"
 METHOD_WITH_EXCLUSIVE_RESOURCES = "with-exclusive-resources"
 
 
+@lru_cache(maxsize=1 << 16)  # a scheduler recomputes it for every node in every cycle
 def pod_hash(namespace: str, name: str) -> int:
     """One pod's contribution: XXH64 of the name, seeded with XXH64 of the namespace."""
     return xxh64(name.encode(), seed=xxh64(namespace.encode()))

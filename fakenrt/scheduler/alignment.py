@@ -43,8 +43,12 @@ Chooser = Callable[[AlignmentUnit, list[ResourceHints]], Choice]
 
 
 class _Walk:
-    def __init__(self, ledger: ZoneLedger) -> None:
+    def __init__(self, ledger: ZoneLedger, *, preferred_default: bool = True) -> None:
         self.scratch = ledger.copy()
+        # The Memory Manager's own best hint, taken when the step has no NUMA affinity,
+        # must be preferred when the Topology Manager's hint is (restricted,
+        # single-numa-node); under policy none the hint is empty and not preferred.
+        self.preferred_default = preferred_default
         # resource -> zone -> amount an init container left for later containers to reuse
         self.reusable: dict[str, dict[int, int]] = {}
         # mask -> memory type -> bytes init containers hold under exactly that mask
@@ -146,12 +150,15 @@ class _Walk:
             hints = memory_hints(self.scratch, memory, self.memory_reusable, full=True)
             if not hints.feasible:
                 return f"memory manager: container {name}: {hints.resource} fits no NUMA zones"
-            if not hints.preferred:
+            if not hints.preferred and not self.preferred_default:
+                best = min(hints.feasible, key=narrowness)
+            elif not hints.preferred:
                 return (
                     f"memory manager: container {name}: {hints.resource} fits only "
                     "non-preferred NUMA zones"
                 )
-            best = min(hints.preferred, key=narrowness)
+            else:
+                best = min(hints.preferred, key=narrowness)
         else:
             zones = bits(mask)
             best = mask
@@ -217,3 +224,19 @@ def walk_units(ledger: ZoneLedger, units: tuple[AlignmentUnit, ...], choose: Cho
         memory_blocks=tuple(walk.blocks),
     )
     return Evaluation(fit=True, placement=placement)
+
+
+def memory_without_affinity(ledger: ZoneLedger, units: tuple[AlignmentUnit, ...]) -> str | None:
+    """Why the Memory Manager's ``Allocate`` fails a pod on a node whose Topology Manager
+    gives no NUMA affinity (policy ``none``: ``admitPolicyNone`` hands every container the
+    empty hint), or None: per container in order, its best feasible hint, preferred or not
+    (``getDefaultHint``), must exist and respect the groups. Used for ``best-effort`` too,
+    where the merged hint may name a mask: an approximation (the Memory Manager then
+    extends a mask too small for the request to a wider preferred one)."""
+    walk = _Walk(ledger, preferred_default=False)
+    for unit in units:
+        if unit.memory or unit.container_memory:
+            problem = walk.allocate(unit, None)
+            if problem is not None:
+                return problem
+    return None

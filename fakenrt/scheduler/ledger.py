@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from fakenrt.scheduler.masks import bits
-from fakenrt.scheduler.placement import Placement
+from fakenrt.scheduler.placement import Placement, is_memory_type
 from fakenrt.scheduler.topology import NumaTopology
 
 
@@ -40,8 +40,12 @@ class ZoneLedger:
         available: Mapping[int, Mapping[str, int]],
         *,
         blocks: Mapping[int, list[frozenset[int]]] | None = None,
+        unaccounted: tuple[str, ...] = (),
     ) -> None:
         self.topology = topology
+        #: Pods on the node holding exclusive resources at zones nobody reported (see
+        #: :mod:`fakenrt.scheduler.reconstruction`): the free amounts may over-report.
+        self.unaccounted = unaccounted
         self.available: dict[int, dict[str, int]] = {
             z: dict(available.get(z, {})) for z in topology.zone_ids
         }
@@ -78,11 +82,31 @@ class ZoneLedger:
     @classmethod
     def from_nrt(cls, topology: NumaTopology) -> ZoneLedger:
         """Trust NRT ``available`` (``reconstructAvailable: false``). Memory groups are not
-        in NRT, so every zone starts as its own group."""
-        return cls(topology, {z.id: z.available for z in topology.zones})
+        in NRT: memory in use on a zone is taken as one-zone blocks
+        (:meth:`assume_single_blocks`)."""
+        ledger = cls(topology, {z.id: z.available for z in topology.zones})
+        ledger.assume_single_blocks()
+        return ledger
+
+    def assume_single_blocks(self) -> None:
+        """Give a one-zone memory block to every zone whose NRT shows memory in use
+        (``allocatable - available`` of a memory type) but that holds no known block: NRT
+        does not publish Memory Manager groups, and a block nobody reported is most often
+        a one-zone one (a group arises only when a pod's memory needs several zones). Such
+        a zone then refuses to join a new multi-zone group, as the kubelet's would."""
+        for zone in self.topology.zones:
+            if self.blocks[zone.id]:
+                continue
+            if any(
+                is_memory_type(name) and amount > zone.available.get(name, 0)
+                for name, amount in zone.allocatable.items()
+            ):
+                self.blocks[zone.id].append(frozenset((zone.id,)))
 
     def copy(self) -> ZoneLedger:
-        return ZoneLedger(self.topology, self.available, blocks=self.blocks)
+        return ZoneLedger(
+            self.topology, self.available, blocks=self.blocks, unaccounted=self.unaccounted
+        )
 
     def free(self, zone: int, resource: str) -> int:
         return self.available[zone].get(resource, 0)

@@ -1,9 +1,11 @@
 """Read a NodeResourceTopology v1alpha2 object (a dict) into a :class:`NumaTopology`. Pure.
 
 Policy and scope come from the ``topologyManagerPolicy`` / ``topologyManagerScope``
-attributes; the deprecated ``topologyPolicies`` list fills in what the attributes leave
-out. A legacy value that names no scope (``Restricted``, ``BestEffort``...) means container
-scope, the kubelet's default. Only zones of type ``Node`` are NUMA zones; they must be
+attributes (the CPU / Memory Manager policies from ``cpuManagerPolicy`` /
+``memoryManagerPolicy`` when present, and the pod fingerprint with its method); the
+deprecated ``topologyPolicies`` list fills in what the attributes leave out. A legacy
+value that names no scope (``Restricted``, ``BestEffort``...) means container scope, the
+kubelet's default. Only zones of type ``Node`` are NUMA zones; they must be
 named ``node-<id>`` and are ordered by that id.
 """
 
@@ -15,8 +17,17 @@ from typing import Any
 from exporter.annotations import AnnotationFormatError, parse_zone_name
 from exporter.quantities import QuantityError, parse_integer
 from fakenrt.kubelet.bitmask import MAX_BITS
-from fakenrt.nrt.render import KIND, ZONE_TYPE
+from fakenrt.nrt.fingerprint import ATTRIBUTE as FINGERPRINT_ATTRIBUTE
+from fakenrt.nrt.fingerprint import ATTRIBUTE_METHOD as FINGERPRINT_METHOD_ATTRIBUTE
+from fakenrt.nrt.render import (
+    CPU_MANAGER_POLICY_ATTRIBUTE,
+    KIND,
+    MEMORY_MANAGER_POLICY_ATTRIBUTE,
+    ZONE_TYPE,
+)
 from fakenrt.scheduler.topology import (
+    CPU_MANAGER_POLICIES,
+    MEMORY_MANAGER_POLICIES,
     POLICIES,
     POLICY_BEST_EFFORT,
     POLICY_NONE,
@@ -180,6 +191,17 @@ def read_nrt(obj: Mapping[str, Any], *, source: str = "nrt") -> NumaTopology:
         raise NRTError(
             f"{where}: attribute {SCOPE_ATTRIBUTE} {scope!r} is not one of {', '.join(SCOPES)}"
         )
+    managers: dict[str, str | None] = {}
+    for attribute, known in (
+        (CPU_MANAGER_POLICY_ATTRIBUTE, CPU_MANAGER_POLICIES),
+        (MEMORY_MANAGER_POLICY_ATTRIBUTE, MEMORY_MANAGER_POLICIES),
+    ):
+        value = attrs.get(attribute)
+        if value is not None and value not in known:
+            raise NRTError(
+                f"{where}: attribute {attribute} {value!r} is not one of {', '.join(known)}"
+            )
+        managers[attribute] = value
     raw_zones = obj.get("zones")
     if not isinstance(raw_zones, list):
         raise NRTError(f"{where}: zones must be a list")
@@ -192,5 +214,12 @@ def read_nrt(obj: Mapping[str, Any], *, source: str = "nrt") -> NumaTopology:
             raise NRTError(f"{where}: zones[{i}]: zone node-{zone.id} appears twice")
         zones[zone.id] = zone
     return NumaTopology(
-        node=name, policy=policy, scope=scope, zones=tuple(zones[i] for i in sorted(zones))
+        node=name,
+        policy=policy,
+        scope=scope,
+        zones=tuple(zones[i] for i in sorted(zones)),
+        cpu_manager_policy=managers[CPU_MANAGER_POLICY_ATTRIBUTE],
+        memory_manager_policy=managers[MEMORY_MANAGER_POLICY_ATTRIBUTE],
+        fingerprint=attrs.get(FINGERPRINT_ATTRIBUTE) or None,
+        fingerprint_method=attrs.get(FINGERPRINT_METHOD_ATTRIBUTE) or None,
     )

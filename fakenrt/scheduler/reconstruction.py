@@ -6,14 +6,28 @@ NRT ``available`` is never read here, so exporter lag cannot make it stale in ei
 direction. Terminal pods (``Succeeded`` / ``Failed``) hold nothing.
 
 A pod with neither annotation is not guessed: it is left out, so the zones it really uses
-look free until the exporter reports it (a transient over-report on those zones; the
-kubelet stays the backstop). :func:`reconstruct` reports such pods in ``unplaced``.
+look free until the exporter reports it. :func:`reconstruct` reports such pods in
+``unplaced``, and those of them that hold exclusive resources in ``unaccounted``.
 
 Memory Manager groups are rebuilt too: single-NUMA memory of the observed placement is a
 one-node block; each entry of ``numa-memory-groups-observed`` over several nodes is a
 group (its bytes spread over its zones lowest id first, as the Memory Manager fills them);
 a predicted placement with memory in several zones is one group in pod scope, and
 one-node blocks per zone in container scope (the annotation cannot tell containers apart).
+
+**NRT when it is exact.** Capacity held outside the scheduler's view (pods without any
+annotation, a node's own consumers) is invisible to ``allocatable - placements``. The NRT
+pod fingerprint (``nodeTopologyPodsFingerprint``) says when NRT ``available`` reflects
+exactly the pods the scheduler sees on the node - the scheduler-plugins NRT cache uses it
+the same way: computed over the same set (every non-terminal pod for method ``all``, those
+holding exclusive resources for ``with-exclusive-resources``; terminal pods are tried both
+left out and counted, as exporters differ), a match means NRT is current, and its
+``available`` is taken as it is - what the visible pods hold plus whatever NRT holds beyond
+them - with the memory groups still rebuilt from the annotations. Otherwise the ledger is
+``allocatable - placements`` and :attr:`Reconstruction.unaccounted` names the pods that
+hold exclusive resources at zones nobody reported: the plugin defers NUMA-sensitive pods
+on such a node (seed 000, Appendix A caveats) until the exporter reports them or NRT
+catches up.
 """
 
 from __future__ import annotations
@@ -30,10 +44,24 @@ from exporter.annotations import (
     parse_memory_groups,
     parse_placement,
 )
-from fakenrt.podspec import TERMINAL_PHASES, PodSpec, PodSpecError, pod_from_manifest
+from fakenrt.nrt.fingerprint import METHOD_ALL, METHOD_WITH_EXCLUSIVE_RESOURCES, fingerprint
+from fakenrt.podspec import (
+    TERMINAL_PHASES,
+    PodSpec,
+    PodSpecError,
+    QOSClass,
+    pod_from_manifest,
+    qos_class,
+)
 from fakenrt.scheduler.ledger import ZoneLedger
 from fakenrt.scheduler.placement import Placement, is_memory_type, merge_amounts
-from fakenrt.scheduler.topology import SCOPE_POD, NumaTopology
+from fakenrt.scheduler.requests import is_device_resource
+from fakenrt.scheduler.topology import (
+    CPU_MANAGER_STATIC,
+    MEMORY_MANAGER_STATIC,
+    SCOPE_POD,
+    NumaTopology,
+)
 
 
 class ReconstructionError(ValueError):
@@ -73,6 +101,60 @@ class Reconstruction:
     unplaced: tuple[str, ...] = ()
     #: Annotations that could not be used (only when not strict).
     problems: tuple[str, ...] = ()
+    #: Unplaced pods that hold exclusive resources (at zones nobody reported); empty when
+    #: NRT is exact.
+    unaccounted: tuple[str, ...] = ()
+    #: The NRT fingerprint matched the node's pods: the ledger is NRT ``available``.
+    nrt_exact: bool = False
+
+
+def holds_exclusive(pod: PodSpec, topology: NumaTopology, *, zoned: bool = False) -> bool:
+    """Whether the kubelet gives ``pod`` exclusive resources on the node - the pods the
+    ``with-exclusive-resources`` fingerprint covers: device-plugin resources (any QoS);
+    for Guaranteed pods, CPUs of a container with a whole CPU request (static CPU Manager)
+    and memory (static Memory Manager). A manager the NRT does not name is assumed static,
+    as the filter assumes. ``zoned``: only devices some zone reports count (a device
+    without NUMA affinity is held at no zone)."""
+    containers = (*pod.init_containers, *pod.containers)
+    if any(
+        is_device_resource(r) and v > 0 and (not zoned or r in topology.reported)
+        for c in containers
+        for r, v in c.limits.items()
+    ):
+        return True
+    if qos_class(pod) != QOSClass.GUARANTEED:
+        return False
+    if topology.memory_manager_policy in (None, MEMORY_MANAGER_STATIC):
+        return True
+    if topology.cpu_manager_policy in (None, CPU_MANAGER_STATIC):
+        return any(
+            (cpu := c.requests.get("cpu")) is not None
+            and cpu > 0
+            and cpu == cpu.to_integral_value()
+            for c in containers
+        )
+    return False
+
+
+def nrt_matches(topology: NumaTopology, pods: Iterable[NodePod]) -> bool:
+    """NRT ``available`` reflects exactly ``pods`` (the pods the scheduler sees bound to the
+    node): its published fingerprint equals theirs, computed by the published method
+    (``all`` when none is published). Terminal pods are tried left out and counted."""
+    if topology.fingerprint is None:
+        return False
+    method = topology.fingerprint_method or METHOD_ALL
+    if method == METHOD_WITH_EXCLUSIVE_RESOURCES:
+        counted = [p for p in pods if holds_exclusive(p.spec, topology)]
+    elif method == METHOD_ALL:
+        counted = list(pods)
+    else:
+        return False
+    live = [(p.spec.namespace, p.spec.name) for p in counted if not p.terminal]
+    if fingerprint(live) == topology.fingerprint:
+        return True
+    if len(live) == len(counted):
+        return False
+    return fingerprint([(p.spec.namespace, p.spec.name) for p in counted]) == topology.fingerprint
 
 
 def _check_zones(placement: Placement, topology: NumaTopology, where: str) -> None:
@@ -179,12 +261,15 @@ def _sources(
 def reconstruct(
     topology: NumaTopology, pods: Iterable[NodePod], *, strict: bool = True
 ) -> Reconstruction:
-    """A ledger of ``allocatable - placements``. With ``strict`` an unusable annotation
+    """A ledger of ``allocatable - placements``, or NRT ``available`` when the NRT
+    fingerprint says it reflects exactly these pods. With ``strict`` an unusable annotation
     raises :class:`ReconstructionError`; otherwise that pod falls back to its next source
     (observed -> predicted -> unplaced) and the problem is reported."""
+    pods = list(pods)
     ledger = ZoneLedger(topology, {z.id: z.allocatable for z in topology.zones})
     sources: dict[str, str] = {}
     unplaced: list[str] = []
+    unaccounted: list[str] = []
     problems: list[str] = []
     for pod in pods:
         if pod.terminal:
@@ -202,6 +287,25 @@ def reconstruct(
             break
         else:
             unplaced.append(pod.spec.key)
+            if holds_exclusive(pod.spec, topology, zoned=True):
+                unaccounted.append(pod.spec.key)
+    exact = nrt_matches(topology, pods)
+    if exact:
+        # NRT is current for exactly these pods: its available amounts are the truth (they
+        # keep what NRT holds beyond the visible placements); the groups stay rebuilt.
+        ledger = ZoneLedger(
+            topology, {z.id: z.available for z in topology.zones}, blocks=ledger.blocks
+        )
+        # Memory no annotation reports (unannotated pods') has unknown groups: NRT does
+        # not publish them; assume one-zone blocks.
+        ledger.assume_single_blocks()
+        unaccounted = []
+    ledger.unaccounted = tuple(unaccounted)
     return Reconstruction(
-        ledger=ledger, sources=sources, unplaced=tuple(unplaced), problems=tuple(problems)
+        ledger=ledger,
+        sources=sources,
+        unplaced=tuple(unplaced),
+        problems=tuple(problems),
+        unaccounted=tuple(unaccounted),
+        nrt_exact=exact,
     )

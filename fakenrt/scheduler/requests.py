@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
 
+from fakenrt.kubelet.provider_memory import NotInt64Error, container_memory_requests
 from fakenrt.podspec import ContainerSpec, PodSpec, QOSClass, pod_level, qos_class
 from fakenrt.scheduler.placement import is_memory_type
 
@@ -93,14 +94,34 @@ def _memory(
 ) -> dict[str, int]:
     """Every memory type the container requests, once the Memory Manager aligns memory at
     all on this node (some memory type is relevant): it sizes all types together, and a
-    type no zone reports has nothing to give (the kubelet then fails the pod)."""
+    type no zone reports has nothing to give (the kubelet then fails the pod). A request
+    that is not a whole number of bytes gives no hints (no preference), as the Memory
+    Manager's; :func:`memory_failure` then fails the pod."""
     if not guaranteed or not any(is_memory_type(r) for r in relevant):
         return {}
-    out: dict[str, int] = {}
-    for name, value in container.requests.items():
-        if is_memory_type(name) and name not in ignore and value > 0:
-            out[name] = int(value)
-    return out
+    try:
+        requested = container_memory_requests(container)
+    except NotInt64Error:
+        return {}
+    return {name: v for name, v in requested.items() if name not in ignore and v > 0}
+
+
+def memory_failure(pod: PodSpec, *, reported: frozenset[str], ignore: frozenset[str]) -> str | None:
+    """Why the kubelet fails ``pod`` outright whatever the Topology Manager decides, when
+    the node's Memory Manager aligns memory (some memory type is relevant): its
+    ``Allocate`` runs for every container of a Guaranteed pod under every policy and fails
+    (``UnexpectedAdmissionError``) on a request that is not a whole number of bytes
+    (``1.1Gi``). The same rule as the simulator's
+    (:func:`fakenrt.kubelet.provider_memory.container_memory_requests`)."""
+    relevant = relevant_resources(reported, ignore)
+    if qos_class(pod) != QOSClass.GUARANTEED or not any(is_memory_type(r) for r in relevant):
+        return None
+    for c in (*pod.init_containers, *pod.containers):
+        try:
+            container_memory_requests(c)
+        except NotInt64Error as exc:
+            return f"memory manager: container {c.name}: {exc} (UnexpectedAdmissionError)"
+    return None
 
 
 def _devices(container: ContainerSpec, relevant: frozenset[str]) -> dict[str, int]:

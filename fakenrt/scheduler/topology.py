@@ -23,6 +23,13 @@ SCOPE_CONTAINER = "container"
 SCOPE_POD = "pod"
 SCOPES = (SCOPE_CONTAINER, SCOPE_POD)
 
+#: The CPU Manager / Memory Manager policies, as the kubelet configuration spells them;
+#: only the static ones align anything.
+CPU_MANAGER_POLICIES = ("none", "static")
+CPU_MANAGER_STATIC = "static"
+MEMORY_MANAGER_POLICIES = ("None", "Static")
+MEMORY_MANAGER_STATIC = "Static"
+
 #: Distances the kubelet assumes when a machine reports none (ACPI SLIT defaults).
 LOCAL_DISTANCE = 10
 REMOTE_DISTANCE = 20
@@ -47,24 +54,50 @@ class ZoneResources:
 @dataclass(frozen=True)
 class NumaTopology:
     """What the plugin reads from one NRT object: the Topology Manager policy and scope
-    and the NUMA zones, sorted by NUMA id."""
+    and the NUMA zones, sorted by NUMA id.
+
+    ``cpu_manager_policy`` / ``memory_manager_policy``: the resource managers' policies when
+    the NRT publishes them (``cpuManagerPolicy`` / ``memoryManagerPolicy`` attributes), else
+    None (unknown: assumed aligned). ``fingerprint`` / ``fingerprint_method``: the
+    ``nodeTopologyPodsFingerprint`` of the pods counted in ``available`` and its method,
+    when published."""
 
     node: str
     policy: str
     scope: str
     zones: tuple[ZoneResources, ...]
+    cpu_manager_policy: str | None = None
+    memory_manager_policy: str | None = None
+    fingerprint: str | None = None
+    fingerprint_method: str | None = None
 
     @property
     def zone_ids(self) -> tuple[int, ...]:
         return tuple(z.id for z in self.zones)
 
-    @property
+    @cached_property
     def reported(self) -> frozenset[str]:
         """Resources some zone reports (the per-zone resources the node can align)."""
         names: set[str] = set()
         for zone in self.zones:
             names.update(zone.capacity)
         return frozenset(names)
+
+    @cached_property
+    def unaligned(self) -> frozenset[str]:
+        """Reported resources the node's kubelet is known not to align: ``cpu`` when the
+        CPU Manager policy is published and not ``static``; every memory type when the
+        Memory Manager policy is published and not ``Static`` (hugepages are aligned by the
+        Memory Manager only)."""
+        out: set[str] = set()
+        if self.cpu_manager_policy is not None and self.cpu_manager_policy != CPU_MANAGER_STATIC:
+            out.add("cpu")
+        if (
+            self.memory_manager_policy is not None
+            and self.memory_manager_policy != MEMORY_MANAGER_STATIC
+        ):
+            out.update(r for r in self.reported if r == "memory" or r.startswith("hugepages-"))
+        return frozenset(out)
 
     @cached_property
     def _by_id(self) -> dict[int, ZoneResources]:

@@ -11,7 +11,7 @@ import pytest
 import fakenrt.controller
 
 PURE = (
-    "effects", "fleet", "lag", "node", "nodeobjects", "pods", "podstatus",
+    "effects", "fleet", "foreign", "lag", "node", "nodeobjects", "pods", "podstatus",
     "settings", "timers", "timestamps",
 )  # fmt: skip
 FORBIDDEN = (

@@ -69,6 +69,8 @@ def test_dgx_before_any_pod() -> None:
     assert _attributes(nrt) == {
         "topologyManagerPolicy": "restricted",
         "topologyManagerScope": "container",
+        "cpuManagerPolicy": "static",
+        "memoryManagerPolicy": "Static",
         "nodeTopologyPodsFingerprint": fingerprint([]),
         "nodeTopologyPodsFingerprintMethod": "with-exclusive-resources",
     }

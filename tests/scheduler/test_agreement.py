@@ -18,6 +18,7 @@ would charge must also equal what the simulator took, zone by zone.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -222,7 +223,7 @@ def usage_delta(
     return out
 
 
-def observed_pods(state: NodeState) -> list[NodePod]:
+def observed_pods(state: NodeState, admitted: dict[str, PodSpec]) -> list[NodePod]:
     """The node's pods as a cluster would show them: each with the observed annotations
     the exporter derives from the podresources report of the simulator's allocation
     (which, like the kubelet's, lists app containers and native sidecars only)."""
@@ -257,9 +258,7 @@ def observed_pods(state: NodeState) -> list[NodePod]:
         report = PodResources(allocation.namespace, allocation.name, containers)
         values = annotation_values(derive_placement(report, cpu_to_numa))
         annotations = {k: v for k, v in values.items() if v is not None}
-        spec = PodSpec(
-            namespace=allocation.namespace, name=allocation.name, annotations=annotations
-        )
+        spec = replace(admitted[allocation.key], annotations=annotations)
         out.append(NodePod(spec=spec, phase="Running"))
     return out
 
@@ -288,7 +287,7 @@ def test_reconstruction_from_observed_annotations_gives_the_kubelet_verdict(
         if not unaligned_devices_fit(state, admitted, pod):
             continue
         topology = read_nrt(render_nrt(profile, usage=None), source="rendered")
-        rebuilt = reconstruct(topology, observed_pods(state))
+        rebuilt = reconstruct(topology, observed_pods(state, admitted))
         verdict = plugin_for(state).filter(pod, topology, rebuilt.ledger)
         result = state.copy().admit(pod)
         if not result.admit and result.reason not in TOPOLOGY_REASONS:

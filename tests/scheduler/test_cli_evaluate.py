@@ -77,7 +77,8 @@ def test_pods_on_node_reconstruct_and_steer_to_the_other_zone(tmp_path: Path) ->
             node="gpu-1",
         ),
         pod("c", annotations={OBSERVED_PLACEMENT: observed}, node="gpu-1", phase="Succeeded"),
-        pod("d", node="gpu-1"),
+        # holds nothing exclusive (BestEffort): it takes no zone's resources
+        pod_manifest("d", [container("main", {})], node="gpu-1"),
     )
     pod_path = write(tmp_path, "pod.yaml", pod())
     result = invoke("--nrt", nrt, "--pod", pod_path, "--pods-on-node", on_node, "--json")
@@ -88,12 +89,35 @@ def test_pods_on_node_reconstruct_and_steer_to_the_other_zone(tmp_path: Path) ->
     assert "pod default/d has no placement annotation" in human.stderr
 
 
+def test_a_pod_holding_resources_at_unknown_zones_defers_numa_pods(tmp_path: Path) -> None:
+    """Seed 000's gap: a pod on the node with neither observed nor predicted placement that
+    holds exclusive resources, and an NRT that is not current for the node's pods (no
+    fingerprint here): the free zones are unknown, so a NUMA-sensitive pod is deferred."""
+    nrt = write(tmp_path, "nrt.yaml", nrt_object("gpu-1", ZONES, policy="single-numa-node"))
+    on_node = write(tmp_path, "pods.yaml", pod("foreign", node="gpu-1"))
+    pod_path = write(tmp_path, "pod.yaml", pod())
+    result = invoke("--nrt", nrt, "--pod", pod_path, "--pods-on-node", on_node, "--json")
+    assert result.exit_code == 0, result.output
+    verdict = json.loads(result.stdout)
+    assert verdict["fit"] is False
+    assert verdict["reason"].startswith("deferred: pod default/foreign ")
+    # a pod that aligns nothing is not NUMA-sensitive: it is not deferred
+    plain = write(tmp_path, "plain.yaml", pod_manifest("plain", [container("main", {})]))
+    result = invoke("--nrt", nrt, "--pod", plain, "--pods-on-node", on_node, "--json")
+    assert json.loads(result.stdout)["fit"] is True
+
+
 def test_reconstruct_off_trusts_nrt_available(tmp_path: Path) -> None:
     zones = [dict(z, available={"cpu": 0, "memory": 0, GPU: 0}) for z in ZONES]
     nrt = write(tmp_path, "nrt.yaml", nrt_object("gpu-1", zones, policy="restricted"))
     pod_path = write(tmp_path, "pod.yaml", pod())
-    default = invoke("--nrt", nrt, "--pod", pod_path, "--json")
+    # --pods-on-node given (empty: no pods), no fingerprint saying NRT is current: rebuilt
+    no_pods = write(tmp_path, "none.yaml")
+    default = invoke("--nrt", nrt, "--pod", pod_path, "--pods-on-node", no_pods, "--json")
     assert json.loads(default.stdout)["fit"] is True  # no pods on the node: all free
+    # without --pods-on-node the pods are unknown: NRT available is trusted
+    unknown = invoke("--nrt", nrt, "--pod", pod_path, "--json")
+    assert json.loads(unknown.stdout)["fit"] is False
     args = write(tmp_path, "args.yaml", {"reconstructAvailable": False, "ignoreList": ["memory"]})
     trusted = invoke("--nrt", nrt, "--pod", pod_path, "--args", args, "--json")
     verdict = json.loads(trusted.stdout)

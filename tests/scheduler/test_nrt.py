@@ -6,8 +6,10 @@ from typing import Any
 
 import pytest
 
+from fakenrt.scheduler.ledger import ZoneLedger
 from fakenrt.scheduler.nrt import NRTError, read_nrt
-from tests.scheduler.builders import GPU, nrt_object
+from fakenrt.scheduler.plugin import NumaPlugin
+from tests.scheduler.builders import GPU, guaranteed, nrt_object
 
 ZONE = {"capacity": {"cpu": 8, GPU: 2}}
 
@@ -126,3 +128,46 @@ def test_errors_name_source_node_and_field(mutate: Any, fragment: str) -> None:
     assert fragment in message
     if "kind" not in fragment:
         assert "gpu-7" in message
+
+
+def _with_attributes(**attrs: str) -> dict[str, Any]:
+    obj = nrt_object("n", [{"capacity": {"cpu": 8, "memory": 8 * 1024**3, GPU: 2}}])
+    obj["attributes"] += [{"name": k, "value": v} for k, v in attrs.items()]
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("attrs", "unaligned"),
+    [
+        pytest.param({}, set(), id="absent-assumed-aligned"),
+        pytest.param(
+            {"cpuManagerPolicy": "static", "memoryManagerPolicy": "Static"}, set(), id="static"
+        ),
+        pytest.param({"cpuManagerPolicy": "none"}, {"cpu"}, id="cpu-none"),
+        pytest.param({"memoryManagerPolicy": "None"}, {"memory"}, id="memory-none"),
+    ],
+)
+def test_manager_policies_say_what_is_not_aligned(
+    attrs: dict[str, str], unaligned: set[str]
+) -> None:
+    topo = read_nrt(_with_attributes(**attrs))
+    assert topo.unaligned == unaligned
+    assert topo.cpu_manager_policy == attrs.get("cpuManagerPolicy")
+
+
+def test_unknown_manager_policy_is_named() -> None:
+    with pytest.raises(NRTError, match="attribute memoryManagerPolicy 'static' is not one of"):
+        read_nrt(_with_attributes(memoryManagerPolicy="static"), source="f.yaml")
+
+
+def test_plugin_does_not_align_memory_the_nrt_says_is_not_aligned() -> None:
+    """Issue 11, item 4: a 2-zone single-numa-node node, 8Gi per zone, Memory Manager None:
+    a pod of 12Gi fits (memory floats), without any ignoreList; without the attribute the
+    plugin assumes memory is aligned and refuses it."""
+    zone = {"capacity": {"cpu": 8, "memory": 8 * 1024**3, GPU: 2}}
+    pod = guaranteed("p", cpu=2, memory="12Gi", gpu=1)
+    for attrs, fit in (({"memoryManagerPolicy": "None"}, True), ({}, False)):
+        obj = nrt_object("n", [zone, zone], policy="single-numa-node")
+        obj["attributes"] += [{"name": k, "value": v} for k, v in attrs.items()]
+        topo = read_nrt(obj)
+        assert NumaPlugin().filter(pod, topo, ZoneLedger.from_nrt(topo)).fit is fit

@@ -5,13 +5,15 @@ from __future__ import annotations
 import pytest
 
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT, PREDICTED_PLACEMENT
+from fakenrt.nrt import fingerprint
+from fakenrt.scheduler.nrt import read_nrt
 from fakenrt.scheduler.reconstruction import (
     NodePod,
     ReconstructionError,
     node_pod_from_manifest,
     reconstruct,
 )
-from tests.scheduler.builders import GI, GPU, container, pod_manifest, topology
+from tests.scheduler.builders import GI, GPU, container, nrt_object, pod_manifest, topology
 
 ZONES = [
     {
@@ -163,3 +165,30 @@ def test_complete_empty_groups_mean_nothing_held_and_null_means_not_observed() -
     result = reconstruct(topology(ZONES), pods)
     assert result.sources == {"default/plain": "observed", "default/pending": "predicted"}
     assert result.unplaced == ("default/unknown",)
+
+
+def test_a_current_nrt_keeps_what_it_holds_beyond_the_visible_pods() -> None:
+    """Issue 11, item 1: the NRT fingerprint matches the pods on the node, so NRT available
+    is the truth - capacity held outside the scheduler's view (here 2 GPUs NRT shows used
+    on zone 0 that no annotation explains) is kept; with another pod set it is not
+    current, and the pod at unknown zones makes the node defer NUMA-sensitive pods."""
+    zones = [
+        {"capacity": {"cpu": 16, GPU: 4}, "available": {"cpu": 16, GPU: 2}},
+        {"capacity": {"cpu": 16, GPU: 4}},
+    ]
+    foreign = node_pod_from_manifest(
+        pod_manifest("foreign", [container("main", {"cpu": 1, "memory": "1Gi", GPU: 2})], node="n1")
+    )
+    for pods, exact in (([("default", "foreign")], True), ([], False)):
+        obj = nrt_object("n1", zones)
+        obj["attributes"] += [
+            {"name": "nodeTopologyPodsFingerprint", "value": fingerprint(pods)},
+            {"name": "nodeTopologyPodsFingerprintMethod", "value": "with-exclusive-resources"},
+        ]
+        result = reconstruct(read_nrt(obj), [foreign])
+        assert result.nrt_exact is exact
+        if exact:
+            assert result.ledger.free(0, GPU) == 2 and result.unaccounted == ()
+        else:
+            assert result.ledger.free(0, GPU) == 4
+            assert result.unaccounted == result.ledger.unaccounted == ("default/foreign",)

@@ -158,7 +158,14 @@ def test_best_effort_steering_prefers_alignable_nodes() -> None:
         verdict = plugin.filter(pod, topo, book)
         assert verdict.fit and not verdict.engaged
         results[name] = plugin.score(pod, topo, book, verdict)
-    assert all(v == 0 for v in results["split"].values.values())
+    # Alignment fails on "split": every strategy but LeastNUMANodes scores 0 there, and
+    # LeastNUMANodes scores the two zones the pod needs (seed 001: all policies).
+    assert results["split"].values == {
+        "LeastNUMANodes": 82,
+        "MostAllocated": 0,
+        "LeastAllocated": 0,
+        "BalancedAllocation": 0,
+    }
     # Scored as the aligned placement zone 0 (2 of 8 CPUs, 2 of 2 GPUs): used fractions
     # 1/4 and 1, mean 5/8, standard deviation 3/8.
     assert results["whole"].values == {
@@ -167,6 +174,31 @@ def test_best_effort_steering_prefers_alignable_nodes() -> None:
         "LeastAllocated": 37,
         "BalancedAllocation": 62,
     }
+
+
+@pytest.mark.parametrize("policy", ["none", "best-effort", "restricted", "single-numa-node"])
+def test_least_numa_nodes_scores_the_zones_a_pod_needs_under_every_policy(policy: str) -> None:
+    """Seed 001: "LeastNUMANodes strategy can score nodes running all TopologyManager
+    policies". On a 4-zone node with one free GPU per zone (two installed), a pod needing
+    one zone scores above one needing two, above one needing four - also on best-effort
+    and none nodes where the kubelet's full alignment fails for the wider pods."""
+    topo = topology(
+        [{"capacity": {"cpu": 8, GPU: 2}, "available": {"cpu": 8, GPU: 1}}] * 4, policy=policy
+    )
+    plugin = NumaPlugin(PluginArgs(ignore_list=frozenset({"memory"})))
+    scores = {}
+    for gpus in (1, 2, 4):
+        pod = guaranteed(f"p{gpus}", cpu=1, gpu=gpus)
+        book = ledger(topo)
+        verdict = plugin.filter(pod, topo, book)
+        if not verdict.fit:
+            assert policy in ("restricted", "single-numa-node") and gpus > 1
+            continue
+        scores[gpus] = plugin.score(pod, topo, book, verdict)["LeastNUMANodes"]
+    expected = {1: 94, 2: 82, 4: 58}
+    if policy in ("restricted", "single-numa-node"):
+        expected = {1: 94}  # the wider pods are rejected there: no score at all
+    assert scores == expected
 
 
 def test_scores_without_nrt_are_zero_and_non_numa_pod_is_neutral() -> None:

@@ -14,8 +14,10 @@ from fakenrt.scheduler.scoring.most_allocated import most_allocated
 
 Strategy = Callable[[ScoreInput], int]
 
+LEAST_NUMA_NODES = "LeastNUMANodes"
+
 STRATEGIES: Mapping[str, Strategy] = {
-    "LeastNUMANodes": least_numa_nodes,
+    LEAST_NUMA_NODES: least_numa_nodes,
     "MostAllocated": most_allocated,
     "LeastAllocated": least_allocated,
     "BalancedAllocation": balanced_allocation,
@@ -32,4 +34,12 @@ def strategy(name: str) -> Strategy:
         ) from None
 
 
-__all__ = ["MAX_SCORE", "MIN_SCORE", "STRATEGIES", "ScoreInput", "Strategy", "strategy"]
+__all__ = [
+    "LEAST_NUMA_NODES",
+    "MAX_SCORE",
+    "MIN_SCORE",
+    "STRATEGIES",
+    "ScoreInput",
+    "Strategy",
+    "strategy",
+]

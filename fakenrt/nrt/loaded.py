@@ -1,0 +1,171 @@
+"""A loaded node: a profile node after the kubelet simulator admitted pods, as the outside
+world sees it - its NRT object and its pods with the annotations the exporter writes. Pure.
+
+What ``fakenrt nrt render --pod`` prints, and what the differential tests feed the
+scheduler plugin:
+
+* :func:`foreign_pods` - the pods standing for the profile's foreign ``allocated``
+  amounts (in a real cluster every exclusive consumer is a pod);
+* :func:`render_loaded` - the NRT the node publishes once its allocations are current:
+  ``available`` from the simulator's per-zone use, the fingerprint over the pods holding
+  exclusive resources (the foreign pods included);
+* :func:`observed_annotations` - per admitted pod, the annotations the exporter derives
+  from the node's podresources report (:mod:`exporter.placement`; podresources lists app
+  containers and native sidecars, not regular init containers);
+* :func:`bound_pod_manifest` - an admitted pod as the API shows it: bound to the node,
+  ``Running``, with those annotations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from decimal import Decimal
+from typing import Any
+
+from exporter.placement import annotation_values, derive_placement
+from exporter.resources import ContainerResources, DeviceAssignment, PodResources
+from exporter.resources import MemoryBlock as ObservedMemoryBlock
+from fakenrt.kubelet.allocation import INIT, PodAllocation
+from fakenrt.kubelet.node import NodeState
+from fakenrt.nrt.render import render_nrt
+from fakenrt.podspec import ContainerSpec, PodSpec
+from fakenrt.profiles.model import NodeProfile
+
+#: Namespace of the pods that stand for a profile's foreign ``allocated`` amounts.
+FOREIGN_NAMESPACE = "kube-system"
+FOREIGN_CONTAINER = "foreign"
+#: Label on those pods (value: the node name).
+FOREIGN_LABEL = "fakenrt.io/foreign-for"
+#: The smallest CPU / memory a foreign pod asks for when its zone holds none of it, so
+#: that a pod holding CPUs or memory is Guaranteed, as every exclusive holder is.
+_NO_CPU = Decimal("0.001")
+_NO_MEMORY = Decimal(1024 * 1024)
+
+
+def foreign_pod_name(node: str, zone: int) -> str:
+    return f"fakenrt-foreign-{node}-node-{zone}"
+
+
+def foreign_pods(state: NodeState) -> tuple[tuple[PodSpec, PodAllocation], ...]:
+    """The pods that hold the profile's foreign ``allocated`` amounts, one per zone holding
+    any - as a real cluster shows them (every exclusive consumer is a pod): namespace
+    :data:`FOREIGN_NAMESPACE`, one container whose limits are exactly the zone's amounts
+    (plus 1m CPU / 1Mi memory when the zone holds CPUs but no memory or the reverse, so
+    the pod is Guaranteed), with the CPU ids, devices and memory blocks the simulator took
+    at start."""
+    profile = state.profile
+    out = []
+    for zone_id, held in sorted(state.foreign().items()):
+        (zone,) = [z for z in profile.zones if z.id == zone_id]
+        limits = {name: Decimal(amount) for name, amount in zone.allocated.items() if amount > 0}
+        if "cpu" in limits or "memory" in limits:
+            limits.setdefault("cpu", _NO_CPU)
+            limits.setdefault("memory", _NO_MEMORY)
+        name = foreign_pod_name(profile.name, zone_id)
+        spec = PodSpec(
+            namespace=FOREIGN_NAMESPACE,
+            name=name,
+            containers=(ContainerSpec(FOREIGN_CONTAINER, requests=limits, limits=limits),),
+            node_name=profile.name,
+        )
+        allocation = PodAllocation(
+            FOREIGN_NAMESPACE, name, "", (replace(held, name=FOREIGN_CONTAINER),)
+        )
+        out.append((spec, allocation))
+    return tuple(out)
+
+
+def node_allocations(state: NodeState) -> tuple[PodAllocation, ...]:
+    """Every pod holding resources on the node: the foreign pods, then the admitted ones."""
+    return (*(a for _, a in foreign_pods(state)), *state.allocations().values())
+
+
+def holds_exclusive(allocation: PodAllocation) -> bool:
+    """The pod holds exclusive CPUs, memory blocks or devices: it counts in ``available``
+    and in the ``with-exclusive-resources`` fingerprint."""
+    return any(c.cpus or c.memory or any(c.devices.values()) for c in allocation.containers)
+
+
+def exclusive_pods(allocations: Iterable[PodAllocation]) -> tuple[str, ...]:
+    """``namespace/name`` of the pods :func:`holds_exclusive` keeps, in the order given."""
+    return tuple(a.key for a in allocations if holds_exclusive(a))
+
+
+def render_loaded(state: NodeState) -> dict[str, Any]:
+    """The NRT object of the node in ``state``, current for every pod on it (the foreign
+    pods included)."""
+    return render_nrt(
+        state.profile, usage=state.zone_usage(), pods=exclusive_pods(node_allocations(state))
+    )
+
+
+def observed_annotations(profile: NodeProfile, allocation: PodAllocation) -> dict[str, str]:
+    """The annotations the exporter writes on the pod (none for a pod it does not
+    annotate)."""
+    cpu_to_numa = {cpu: zone.id for zone in profile.zones for cpu in zone.cpus}
+    device_numa = {
+        (name, device): zone.id
+        for zone in profile.zones
+        for name, dset in zone.devices.items()
+        for device in dset.ids
+    }
+    containers = tuple(
+        ContainerResources(
+            name=c.name,
+            cpu_ids=tuple(sorted(c.cpus)),
+            devices=tuple(
+                DeviceAssignment(
+                    name, (d,), (device_numa[(name, d)],) if (name, d) in device_numa else ()
+                )
+                for name, ids in sorted(c.devices.items())
+                for d in sorted(ids)
+            ),
+            memory=tuple(
+                ObservedMemoryBlock(b.type, b.size, tuple(sorted(b.numa))) for b in c.memory
+            ),
+        )
+        for c in allocation.containers
+        if c.kind != INIT
+    )
+    report = PodResources(allocation.namespace, allocation.name, containers)
+    values = annotation_values(derive_placement(report, cpu_to_numa))
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _resources(c: ContainerSpec) -> dict[str, Any]:
+    return {
+        "requests": {name: str(v) for name, v in sorted(c.requests.items())},
+        "limits": {name: str(v) for name, v in sorted(c.limits.items())},
+    }
+
+
+def bound_pod_manifest(
+    pod: PodSpec, *, node: str, annotations: Mapping[str, str]
+) -> dict[str, Any]:
+    """``pod`` as the API server shows it once bound to ``node`` and running."""
+    inits = []
+    for c in pod.init_containers:
+        entry: dict[str, Any] = {"name": c.name, "resources": _resources(c)}
+        if c.restartable:
+            entry["restartPolicy"] = "Always"
+        inits.append(entry)
+    spec: dict[str, Any] = {
+        "nodeName": node,
+        "containers": [{"name": c.name, "resources": _resources(c)} for c in pod.containers],
+    }
+    if inits:
+        spec["initContainers"] = inits
+    metadata: dict[str, Any] = {"name": pod.name, "namespace": pod.namespace}
+    if pod.uid:
+        metadata["uid"] = pod.uid
+    merged = {**pod.annotations, **annotations}
+    if merged:
+        metadata["annotations"] = dict(sorted(merged.items()))
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": spec,
+        "status": {"phase": "Running"},
+    }
