@@ -7,73 +7,19 @@ profile file and says what the kubelet would decide and why.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import click
-import yaml
 
+from fakenrt.commands.podfiles import InputError, parse_pods, read_pods
 from fakenrt.kubelet.allocation import AdmissionResult
 from fakenrt.kubelet.explain import render_text, result_json
 from fakenrt.kubelet.node import NodeState
-from fakenrt.kubelet.podcheck import api_errors
-from fakenrt.podspec import PodSpec, PodSpecError, pod_from_manifest
 from fakenrt.profiles import ProfileError, load_profiles
 from fakenrt.profiles.model import NodeProfile
 
-
-class InputError(ValueError):
-    """Invalid pod or profile input; the message names the file, the object and the field."""
-
-
-def parse_pods(text: str, *, source: str) -> list[PodSpec]:
-    """Every Pod of a (multi-document) YAML text; ``kind: List`` items are expanded."""
-    try:
-        documents = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        raise InputError(f"{source}: not valid YAML: {' '.join(str(exc).split())}") from None
-    manifests: list[Any] = []
-    for doc in documents:
-        if isinstance(doc, dict) and doc.get("kind") == "List":
-            items = doc.get("items")
-            if not isinstance(items, list):
-                raise InputError(f"{source}: a List must have an 'items' list")
-            manifests.extend(items)
-        else:
-            manifests.append(doc)
-    if not manifests:
-        raise InputError(f"{source}: no Pod found")
-    pods: list[PodSpec] = []
-    for i, manifest in enumerate(manifests):
-        where = source if len(manifests) == 1 else f"{source} (document {i + 1})"
-        try:
-            pod = pod_from_manifest(manifest, source=where)
-        except PodSpecError as exc:
-            raise InputError(str(exc)) from None
-        errors = api_errors(pod, source=where)
-        if errors:
-            raise InputError("; ".join(errors))
-        pods.append(pod)
-    return pods
-
-
-def read_pods(paths: Iterable[str]) -> list[PodSpec]:
-    pods: list[PodSpec] = []
-    seen: dict[str, str] = {}
-    for path in paths:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise InputError(f"{path}: cannot read the file: {reason}") from None
-        for pod in parse_pods(text, source=path):
-            if pod.key in seen:
-                raise InputError(f"{path}: pod {pod.key} is already given in {seen[pod.key]}")
-            seen[pod.key] = path
-            pods.append(pod)
-    return pods
+__all__ = ["Explained", "InputError", "new_node_state", "parse_pods", "pick_node", "run"]
 
 
 def pick_node(profiles: Sequence[NodeProfile], name: str | None, *, source: str) -> NodeProfile:

@@ -13,22 +13,27 @@ import yaml
 
 from exporter.quantities import QuantityError
 from fakenrt.commands.kubeaccess import kube_client
+from fakenrt.commands.podfiles import InputError, read_manifests, validated_pod
 from fakenrt.podspec import PodSpecError
+from fakenrt.profiles.loading import load_yaml_documents
 from fakenrt.scheduler.args import ArgsError, PluginArgs, parse_args
 from fakenrt.scheduler.nrt import NRTError
 from fakenrt.scheduler.oneshot import evaluate_on_node
 from fakenrt.scheduler.reconstruction import ReconstructionError
+from fakenrt.textfiles import TextFileError, read_text
 
 
 def _load_documents(path: Path) -> list[Any]:
+    """The YAML documents of a file: at most 8 MiB of UTF-8 text, duplicate keys refused."""
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise click.ClickException(f"{path}: cannot read: {exc.strerror}") from None
+        text = read_text(path)
+    except TextFileError as exc:
+        raise click.ClickException(str(exc)) from None
     try:
-        return [d for d in yaml.safe_load_all(text) if d is not None]
+        return load_yaml_documents(text)
     except yaml.YAMLError as exc:
-        raise click.ClickException(f"{path}: not valid YAML: {exc}") from None
+        detail = " ".join(str(exc).split())
+        raise click.ClickException(f"{path}: not valid YAML: {detail}") from None
 
 
 def _load_one(path: Path, what: str) -> Mapping[str, Any]:
@@ -39,14 +44,29 @@ def _load_one(path: Path, what: str) -> Mapping[str, Any]:
 
 
 def _pods_on_node(path: Path) -> list[tuple[str, Mapping[str, Any]]]:
-    out: list[tuple[str, Mapping[str, Any]]] = []
-    for i, doc in enumerate(_load_documents(path)):
-        if isinstance(doc, Mapping) and doc.get("kind") in ("PodList", "List"):
-            for j, item in enumerate(doc.get("items") or []):
-                out.append((f"{path}[{i}].items[{j}]", item))
-        else:
-            out.append((f"{path}[{i}]", doc))
-    return out
+    """The pods of ``--pods-on-node``, each validated as the API server would."""
+    try:
+        manifests = read_manifests(str(path))
+        for label, manifest in manifests:
+            validated_pod(manifest, source=label)
+    except InputError as exc:
+        raise click.ClickException(str(exc)) from None
+    return manifests
+
+
+def _pod(path: Path) -> Mapping[str, Any]:
+    """The one pod of ``--pod``, validated as the API server would."""
+    try:
+        manifests = read_manifests(str(path))
+        if len(manifests) != 1:
+            raise InputError(f"{path}: expected exactly one Pod, found {len(manifests)}")
+        label, manifest = manifests[0]
+        validated_pod(manifest, source=label)
+    except InputError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not isinstance(manifest, Mapping):  # validated_pod accepts mappings only
+        raise click.ClickException(f"{path}: a Pod manifest must be a mapping")
+    return manifest
 
 
 def _plugin_args(path: Path | None) -> PluginArgs:
@@ -115,7 +135,7 @@ def evaluate(
     Exit status 0 whether or not the pod fits; non-zero for invalid input.
     """
     nrt_obj = _load_one(nrt_path, "NodeResourceTopology")
-    pod_obj = _load_one(pod_path, "Pod")
+    pod_obj = _pod(pod_path)
     pods = _pods_on_node(pods_path) if pods_path is not None else []
     args = _plugin_args(args_path)
     try:

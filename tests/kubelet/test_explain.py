@@ -6,8 +6,6 @@ import pytest
 
 from fakenrt.kubelet.explain import render_text, result_json
 from fakenrt.kubelet.node import NodeState
-from fakenrt.kubelet.podcheck import api_errors
-from fakenrt.podspec import pod_from_manifest
 from tests.kubelet.builders import container, node, pod
 
 
@@ -35,37 +33,3 @@ def test_policy_none_and_fit_rejections_are_explained() -> None:
         render_text(big, profile)
     )
     assert result_json(big)["allocation"] == []
-
-
-@pytest.mark.parametrize(
-    ("resources", "error"),
-    [
-        pytest.param(
-            {"requests": {"example.com/fpga": 1}},
-            "limits.example.com/fpga: a limit is required",
-            id="no-limit",
-        ),
-        pytest.param(
-            {"requests": {"hugepages-2Mi": "2Mi"}, "limits": {"hugepages-2Mi": "4Mi"}},
-            "requests.hugepages-2Mi: must equal the limit",
-            id="hugepages-request-differs",
-        ),
-        pytest.param(
-            {"limits": {"example.com/fpga": "500m"}}, "must be a whole number", id="fraction"
-        ),
-    ],
-)
-def test_api_rules_on_non_overcommittable_resources(
-    resources: dict[str, object], error: str
-) -> None:
-    p = pod_from_manifest(
-        {
-            "kind": "Pod",
-            "metadata": {"name": "x"},
-            "spec": {"containers": [{"name": "c", "resources": resources}]},
-        }
-    )
-    errors = api_errors(p, source="f.yaml")
-    assert len(errors) == 1
-    assert errors[0].startswith("f.yaml: pod default/x: spec.containers[0](c).resources.")
-    assert error in errors[0]
