@@ -14,7 +14,7 @@ import click
 
 from fakenrt.commands.podfiles import InputError, parse_pods, read_pods
 from fakenrt.kubelet.allocation import AdmissionResult
-from fakenrt.kubelet.explain import render_text, result_json
+from fakenrt.kubelet.explain import SHOWN_HINTS, render_text, result_json
 from fakenrt.kubelet.node import NodeState
 from fakenrt.profiles import ProfileError, load_profiles
 from fakenrt.profiles.model import NodeProfile
@@ -61,10 +61,13 @@ def run(*, profile_path: str, node: str | None, pod_paths: Sequence[str]) -> Exp
     return Explained(profile, tuple(state.admit(p) for p in pods))
 
 
-def render(explained: Explained, *, as_json: bool) -> str:
+def render(explained: Explained, *, as_json: bool, verbose: bool = False) -> str:
+    profile = explained.profile
     if as_json:
-        return json.dumps([result_json(r) for r in explained.results], indent=2)
-    return "\n\n".join(render_text(r, explained.profile) for r in explained.results)
+        return json.dumps(
+            [result_json(r, profile, verbose=verbose) for r in explained.results], indent=2
+        )
+    return "\n\n".join(render_text(r, profile, verbose=verbose) for r in explained.results)
 
 
 @click.group("kubelet")
@@ -92,11 +95,25 @@ def kubelet() -> None:
     help="Pod manifest YAML (multi-document allowed); repeat for more. Admitted in order.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON array, one object per pod.")
-def explain(profile_path: str, node: str | None, pod_paths: tuple[str, ...], as_json: bool) -> None:
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help=f"List every hint of every provider (default: the first {SHOWN_HINTS} preferred and "
+    f"{SHOWN_HINTS} other hints each; nodes with many NUMA nodes have thousands).",
+)
+def explain(
+    *,
+    profile_path: str,
+    node: str | None,
+    pod_paths: tuple[str, ...],
+    as_json: bool,
+    verbose: bool,
+) -> None:
     """Say what the kubelet decides for each pod - admit or reject, and which CPUs,
     devices and memory each container receives - and why."""
     try:
         explained = run(profile_path=profile_path, node=node, pod_paths=pod_paths)
     except InputError as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(render(explained, as_json=as_json))
+    click.echo(render(explained, as_json=as_json, verbose=verbose))

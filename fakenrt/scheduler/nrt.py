@@ -16,6 +16,7 @@ from exporter.annotations import AnnotationFormatError, parse_zone_name
 from exporter.quantities import QuantityError, parse_integer
 from fakenrt.kubelet.bitmask import MAX_BITS
 from fakenrt.nrt.render import KIND, ZONE_TYPE
+from fakenrt.profiles.limits import MAX_ALIGNED_NUMA_NODES
 from fakenrt.scheduler.topology import (
     POLICIES,
     POLICY_BEST_EFFORT,
@@ -191,6 +192,12 @@ def read_nrt(obj: Mapping[str, Any], *, source: str = "nrt") -> NumaTopology:
         if zone.id in zones:
             raise NRTError(f"{where}: zones[{i}]: zone node-{zone.id} appears twice")
         zones[zone.id] = zone
+    if len(zones) > MAX_ALIGNED_NUMA_NODES:
+        raise NRTError(
+            f"{where}: {len(zones)} NUMA zones; the plugin reads at most "
+            f"{MAX_ALIGNED_NUMA_NODES} (its NUMA search, like the kubelet's, visits every "
+            f"subset of zones: 2^{len(zones)})"
+        )
     return NumaTopology(
         node=name, policy=policy, scope=scope, zones=tuple(zones[i] for i in sorted(zones))
     )

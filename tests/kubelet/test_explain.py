@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from fakenrt.kubelet.explain import render_text, result_json
 from fakenrt.kubelet.node import NodeState
 from tests.kubelet.builders import container, node, pod
@@ -18,7 +16,7 @@ def test_pod_scope_is_explained_for_the_pod() -> None:
     assert "(single-numa-node, pod scope): REJECTED TopologyAffinityError" in text
     assert "  pod: best hint any NUMA node (not preferred) - single-numa-node keeps only" in text
     assert "    nvidia.com/gpu: prefers {0,1}" in text
-    assert result_json(result)["hints"][0]["container"] is None
+    assert result_json(result, profile)["hints"][0]["container"] is None
 
 
 def test_policy_none_and_fit_rejections_are_explained() -> None:
@@ -32,4 +30,4 @@ def test_policy_none_and_fit_rejections_are_explained() -> None:
     assert "REJECTED OutOfcpu: Node didn't have enough resource: cpu, requested: 64000" in (
         render_text(big, profile)
     )
-    assert result_json(big)["allocation"] == []
+    assert result_json(big, profile)["allocation"] == []
