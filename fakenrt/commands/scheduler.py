@@ -11,6 +11,7 @@ from typing import Any
 import click
 import yaml
 
+from exporter.kubeerrors import ApiError
 from exporter.quantities import QuantityError
 from fakenrt.commands.kubeaccess import kube_client
 from fakenrt.commands.podfiles import InputError, read_manifests, validated_pod
@@ -168,9 +169,10 @@ def evaluate(
 @scheduler.command("run")
 @click.option(
     "--kubeconfig",
-    required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Kubeconfig of the cluster to schedule in.",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    envvar="KUBECONFIG",
+    help="Kubeconfig of the cluster to schedule in (default: $KUBECONFIG, in-cluster "
+    "config, ~/.kube/config).",
 )
 @click.option(
     "--scheduler-name",
@@ -201,7 +203,7 @@ def evaluate(
 @click.option("-v", "--verbose", is_flag=True, help="Log every bind and retry.")
 def run(
     *,
-    kubeconfig: Path,
+    kubeconfig: Path | None,
     scheduler_name: str,
     args_path: Path | None,
     node_selector: str | None,
@@ -244,7 +246,12 @@ def run(
         clock=time.monotonic,
     )
     if once:
-        report = sched.run_cycle()
+        try:
+            report = sched.run_cycle()
+        except ApiError as exc:
+            raise click.ClickException(
+                f"scheduling cycle failed against {kube.config.server}: {exc}"
+            ) from None
         for key, node in report.bound.items():
             click.echo(f"bound {key} -> {node}")
         for key, why in report.unschedulable.items():

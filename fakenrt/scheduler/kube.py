@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 NODES = path("api", "v1", "nodes")
 PODS = path("api", "v1", "pods")
 NRTS = path("apis", NRT_GROUP, NRT_VERSION, NRT_PLURAL)
+#: Longest wait before restarting a pod watch that keeps failing.
+WATCH_RETRY_MAX_S = 30.0
 
 
 def _ready(node: dict[str, Any]) -> bool:
@@ -186,8 +188,10 @@ def watch_pods(
     timeout_seconds: int = 30,
 ) -> None:
     """Set ``wake`` whenever a pod for ``scheduler_name`` changes, until ``stop`` is set
-    (run in a daemon thread). Watch errors are logged and the watch restarted (from the
-    current state: the loop re-reads the cluster anyway)."""
+    (run in a daemon thread). A failed watch is logged at debug level (the loop reports an
+    unreachable API server) and restarted, from the current state (the loop re-reads the
+    cluster anyway), after a backoff of 1 s doubling to 30 s while watches keep failing."""
+    failures = 0
     while not stop.is_set():
         try:
             for _ in kube.watch(
@@ -196,9 +200,13 @@ def watch_pods(
                 what="watch pods",
                 fieldSelector=f"spec.schedulerName={scheduler_name}",
             ):
+                failures = 0
                 wake.set()
                 if stop.is_set():
                     break
+            failures = 0
         except ApiError as exc:
-            log.debug("pod watch restarting: %s", exc)
-            stop.wait(1.0)
+            failures += 1
+            delay = min(2.0 ** (failures - 1), WATCH_RETRY_MAX_S)
+            log.debug("pod watch failed (restart in %.0fs): %s", delay, exc)
+            stop.wait(delay)
