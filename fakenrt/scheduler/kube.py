@@ -53,6 +53,16 @@ class KubeCluster:
         self.kube = kube
         self.scheduler_name = scheduler_name
         self.node_selector = node_selector
+        #: object -> the problem last logged for it: each is logged when it appears or
+        #: changes, not again every cycle while it lasts
+        self._logged: dict[str, str] = {}
+        self._seen: set[str] = set()
+
+    def _warn(self, key: str, message: str) -> None:
+        self._seen.add(key)
+        if self._logged.get(key) != message:
+            self._logged[key] = message
+            log.warning("%s (logged once while it lasts)", message)
 
     def _nrts(self) -> dict[str, Any]:
         try:
@@ -66,6 +76,13 @@ class KubeCluster:
         }
 
     def snapshot(self) -> ClusterSnapshot:
+        self._seen = set()
+        snapshot = self._snapshot()
+        # problems that are gone may be logged again if they come back
+        self._logged = {k: v for k, v in self._logged.items() if k in self._seen}
+        return snapshot
+
+    def _snapshot(self) -> ClusterSnapshot:
         query = {"labelSelector": self.node_selector} if self.node_selector else {}
         node_items, _ = self.kube.list_all(NODES, what="list nodes", **query)
         nrts = self._nrts()
@@ -77,15 +94,16 @@ class KubeCluster:
                 try:
                     allocatable[key] = parse_decimal(raw)
                 except QuantityError:
-                    log.warning(
-                        "node %s: status.allocatable[%s] %r is not a quantity", name, key, raw
+                    self._warn(
+                        f"node/{name}/{key}",
+                        f"node {name}: status.allocatable[{key}] {raw!r} is not a quantity",
                     )
             nrt = None
             if name in nrts:
                 try:
                     nrt = read_nrt(nrts[name], source="api")
                 except NRTError as exc:
-                    log.warning("ignoring NRT of node %s: %s", name, exc)
+                    self._warn(f"nrt/{name}", f"ignoring NRT of node {name}: {exc}")
             nodes.append(
                 NodeSnapshot(
                     name=name,
@@ -102,7 +120,8 @@ class KubeCluster:
             try:
                 spec = pod_from_manifest(manifest, source="api")
             except PodSpecError as exc:
-                log.warning("ignoring pod: %s", exc)
+                meta = manifest.get("metadata") or {}
+                self._warn(f"pod/{meta.get('uid') or meta.get('name')}", f"ignoring pod: {exc}")
                 continue
             status = manifest.get("status") or {}
             meta = manifest.get("metadata") or {}

@@ -9,16 +9,20 @@ import logging
 import shutil
 import socket
 import threading
+import uuid
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from kubernetes import client
 from prometheus_client import CollectorRegistry
 
 from exporter.kubeclient import KubeClient
 from exporter.kubeconfig import from_kubeconfig
 from exporter.kubeerrors import Transient
 from fakenrt.cli import main
+from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
+from fakenrt.profiles.loading import EXAMPLES_DIR
 from fakenrt.scheduler.args import PluginArgs
 from fakenrt.scheduler.cluster import ClusterSnapshot, PodSnapshot
 from fakenrt.scheduler.kube import KubeCluster, watch_pods
@@ -26,6 +30,8 @@ from fakenrt.scheduler.loop import MAX_RETRY_WAIT_S, Scheduler
 from fakenrt.scheduler.metrics import SchedulerMetrics
 from fakenrt.scheduler.plugin import NumaPlugin
 from tests.controlplane.cluster import ControlPlane
+from tests.controlplane.helpers import create_fake_node
+from tests.scheduler.builders import nrt_object
 
 
 def closed_port() -> int:
@@ -163,3 +169,66 @@ def test_run_finds_the_cluster_like_the_controller(
     )
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
+
+
+@pytest.mark.controlplane
+def test_a_bad_nrt_is_logged_once_not_every_cycle(
+    api_client: client.ApiClient,
+    control_plane: ControlPlane,
+    nrt_crd: list[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A 24-zone NRT is more than the plugin searches: the node is read without it, and
+    the warning is logged once, not every cycle; after the NRT is fixed and broken again,
+    once more."""
+    name = f"wide-{uuid.uuid4().hex[:8]}"
+    custom = client.CustomObjectsApi(api_client)
+    create_fake_node(api_client, name, labels={"numa-test": name}, capacity={"cpu": "48"})
+    wide = nrt_object(name, [{"capacity": {"cpu": 2}}] * 24)
+    custom.create_cluster_custom_object(NRT_GROUP, NRT_VERSION, NRT_PLURAL, wide)
+    cluster = KubeCluster(
+        KubeClient(from_kubeconfig(control_plane.kubeconfig)),
+        scheduler_name="numa-reference",
+        node_selector=f"numa-test={name}",
+    )
+    try:
+        with caplog.at_level(logging.WARNING, logger="fakenrt.scheduler.kube"):
+            for _ in range(3):
+                (node,) = cluster.snapshot().nodes
+                assert node.nrt is None
+            assert len(caplog.records) == 1
+            assert f"ignoring NRT of node {name}: " in caplog.records[0].getMessage()
+            assert "24 NUMA zones; the plugin reads at most 16" in caplog.records[0].getMessage()
+            custom.delete_cluster_custom_object(NRT_GROUP, NRT_VERSION, NRT_PLURAL, name)
+            (node,) = cluster.snapshot().nodes
+            custom.create_cluster_custom_object(NRT_GROUP, NRT_VERSION, NRT_PLURAL, wide)
+            cluster.snapshot()
+            assert len(caplog.records) == 2
+    finally:
+        custom.delete_cluster_custom_object(NRT_GROUP, NRT_VERSION, NRT_PLURAL, name)
+        client.CoreV1Api(api_client).delete_node(name)
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        pytest.param(None, "/dev/zero: larger than 8 MiB", id="dev-zero"),
+        pytest.param(b"\x7fELF\0\0\0", "not a text file", id="binary"),
+        pytest.param(b"a: [\n", "cannot read kubeconfig (while parsing a flow node", id="yaml"),
+    ],
+)
+@pytest.mark.parametrize("command", [["scheduler", "run", "--once"], ["controller"]])
+def test_an_unusable_kubeconfig_is_one_line(
+    tmp_path: Path, content: bytes | None, problem: str, command: list[str]
+) -> None:
+    path = Path("/dev/zero")
+    if content is not None:
+        path = tmp_path / "kubeconfig"
+        path.write_bytes(content)
+    extra = ["--profile", str(EXAMPLES_DIR / "dgx.yaml")] if command == ["controller"] else []
+    result = CliRunner().invoke(main, [*command, "--kubeconfig", str(path), *extra])
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("Error: cannot load a Kubernetes configuration: ")
+    assert problem in lines[0]
