@@ -84,7 +84,10 @@ def _child(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-class _Checker:
+class SchemaChecker:
+    """Walks values against client type strings (``V1Pod``, ``List[V1Container]``,
+    ``dict(str, str)``...), collecting problems as ``<field path>: <problem>``."""
+
     def __init__(self) -> None:
         self.problems: list[str] = []
         self.budget = MAX_VALUES
@@ -179,7 +182,7 @@ def schema_problems(manifest: object) -> list[str]:
     """
     if not isinstance(manifest, dict):
         return [f"(top level): expected a Pod mapping, got {_kind(manifest)}"]
-    checker = _Checker()
+    checker = SchemaChecker()
     checker.check(manifest, "V1Pod", "")
     api_version = manifest.get("apiVersion")
     if api_version not in (None, "v1"):

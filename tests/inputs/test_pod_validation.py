@@ -14,7 +14,7 @@ from fakenrt.cli import main
 from fakenrt.commands.podfiles import InputError, parse_pods
 from fakenrt.examples import pods as example_pods
 from fakenrt.kubelet.podcheck import api_errors, resource_name_problem
-from fakenrt.podschema import MAX_VALUES, ManifestTooLarge, schema_problems
+from fakenrt.podschema import MAX_VALUES, ManifestTooLarge, SchemaChecker, schema_problems
 from fakenrt.podspec import PodSpecError, pod_from_manifest
 from fakenrt.profiles.loading import EXAMPLES_DIR
 
@@ -300,3 +300,27 @@ def test_duplicate_keys_are_refused() -> None:
         parse_pods(
             TYPO_POD.replace("limit:", "limits:") + "      limits: {cpu: 1}\n", source="f.yaml"
         )
+
+
+@pytest.mark.parametrize(
+    ("value", "type_name", "problem"),
+    [
+        pytest.param([1], "List[str]", "x[0]: expected a string, got number 1", id="List"),
+        pytest.param([1], "list[str]", "x[0]: expected a string, got number 1", id="list-old"),
+        pytest.param({"a": 1}, "Dict[str, str]", "x[a]: expected a string", id="Dict"),
+        pytest.param({"a": 1}, "dict(str, str)", "x[a]: expected a string", id="dict-old"),
+        pytest.param({"a": ["b"]}, "dict(str, list[str])", None, id="nested-old"),
+        pytest.param({"nmae": "c"}, "V1Container", 'x.nmae: unknown field "nmae"', id="model"),
+    ],
+)
+def test_both_type_spellings_of_the_client_are_read(
+    value: object, type_name: str, problem: str | None
+) -> None:
+    """Clients before v31 spell container types ``list[...]`` / ``dict(str, ...)``."""
+    checker = SchemaChecker()
+    checker.check(value, type_name, "x")
+    if problem is None:
+        assert checker.problems == []
+    else:
+        assert len(checker.problems) == 1
+        assert checker.problems[0].startswith(problem)
