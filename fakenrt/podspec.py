@@ -25,6 +25,8 @@ from typing import Any, TypeVar
 from exporter.quantities import QuantityError, parse_decimal
 
 QOS_RESOURCES = ("cpu", "memory")
+#: The kubelet reads quantities as 64-bit integers (``Quantity.Value`` / ``MilliValue``).
+MAX_INT64 = 2**63 - 1
 #: Pod phases after which a pod holds nothing on its node.
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
@@ -147,8 +149,15 @@ def _resources(raw: Any, where: str) -> dict[str, Decimal]:
             amount = parse_decimal(value)
         except QuantityError as exc:
             raise PodSpecError(f"{where}.{name}: {exc}") from exc
+        if not amount.is_finite():
+            raise PodSpecError(f"{where}.{name}: {value!r} is not a finite quantity")
         if amount < 0:
             raise PodSpecError(f"{where}.{name}: {value!r} is negative")
+        if amount * (1000 if name == "cpu" else 1) > MAX_INT64:
+            raise PodSpecError(
+                f"{where}.{name}: {value!r} is out of range (the kubelet reads quantities as "
+                "64-bit integers)"
+            )
         out[str(name)] = amount
     return out
 

@@ -21,12 +21,16 @@ def kube_client(kubeconfig: Path | None, *, component: str, **client_options: An
     from exporter.kubeclient import KubeClient
     from exporter.kubeconfig import KubeconfigError, default_config, from_kubeconfig
     from fakenrt import __version__
+    from fakenrt.textfiles import TextFileError, read_text
 
     where = str(kubeconfig) if kubeconfig is not None else "default Kubernetes configuration"
     try:
+        if kubeconfig is not None:
+            read_text(kubeconfig)  # bounded, UTF-8: /dev/zero or a binary is refused here
         config = default_config() if kubeconfig is None else from_kubeconfig(kubeconfig)
         return KubeClient(config, user_agent=f"{component}/{__version__}", **client_options)
-    except KubeconfigError as exc:
-        raise click.ClickException(f"cannot load a Kubernetes configuration: {exc}") from None
+    except (KubeconfigError, TextFileError) as exc:
+        detail = " ".join(str(exc).split())  # YAML errors span lines
+        raise click.ClickException(f"cannot load a Kubernetes configuration: {detail}") from None
     except (OSError, ssl.SSLError) as exc:
         raise click.ClickException(f"{where}: cannot load the TLS settings: {exc}") from None

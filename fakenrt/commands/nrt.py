@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 import yaml
 
-from fakenrt.commands.kubelet import InputError, new_node_state, pick_node, read_pods
+from fakenrt.commands.kubelet import new_node_state, pick_node
+from fakenrt.commands.podfiles import InputError, read_pods
 from fakenrt.kubelet.node import NodeState
 from fakenrt.nrt.loaded import (
     bound_pod_manifest,

@@ -11,24 +11,30 @@ from typing import Any
 import click
 import yaml
 
+from exporter.kubeerrors import ApiError
 from exporter.quantities import QuantityError
 from fakenrt.commands.kubeaccess import kube_client
+from fakenrt.commands.podfiles import InputError, read_manifests, validated_pod
 from fakenrt.podspec import PodSpecError
+from fakenrt.profiles.loading import load_yaml_documents
 from fakenrt.scheduler.args import ArgsError, PluginArgs, parse_args
 from fakenrt.scheduler.nrt import NRTError
 from fakenrt.scheduler.oneshot import evaluate_on_node
 from fakenrt.scheduler.reconstruction import ReconstructionError
+from fakenrt.textfiles import TextFileError, read_text
 
 
 def _load_documents(path: Path) -> list[Any]:
+    """The YAML documents of a file: at most 8 MiB of UTF-8 text, duplicate keys refused."""
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise click.ClickException(f"{path}: cannot read: {exc.strerror}") from None
+        text = read_text(path)
+    except TextFileError as exc:
+        raise click.ClickException(str(exc)) from None
     try:
-        return [d for d in yaml.safe_load_all(text) if d is not None]
+        return load_yaml_documents(text)
     except yaml.YAMLError as exc:
-        raise click.ClickException(f"{path}: not valid YAML: {exc}") from None
+        detail = " ".join(str(exc).split())
+        raise click.ClickException(f"{path}: not valid YAML: {detail}") from None
 
 
 def _load_one(path: Path, what: str) -> Mapping[str, Any]:
@@ -39,14 +45,29 @@ def _load_one(path: Path, what: str) -> Mapping[str, Any]:
 
 
 def _pods_on_node(path: Path) -> list[tuple[str, Mapping[str, Any]]]:
-    out: list[tuple[str, Mapping[str, Any]]] = []
-    for i, doc in enumerate(_load_documents(path)):
-        if isinstance(doc, Mapping) and doc.get("kind") in ("PodList", "List"):
-            for j, item in enumerate(doc.get("items") or []):
-                out.append((f"{path}[{i}].items[{j}]", item))
-        else:
-            out.append((f"{path}[{i}]", doc))
-    return out
+    """The pods of ``--pods-on-node``, each validated as the API server would."""
+    try:
+        manifests = read_manifests(str(path))
+        for label, manifest in manifests:
+            validated_pod(manifest, source=label)
+    except InputError as exc:
+        raise click.ClickException(str(exc)) from None
+    return manifests
+
+
+def _pod(path: Path) -> Mapping[str, Any]:
+    """The one pod of ``--pod``, validated as the API server would."""
+    try:
+        manifests = read_manifests(str(path))
+        if len(manifests) != 1:
+            raise InputError(f"{path}: expected exactly one Pod, found {len(manifests)}")
+        label, manifest = manifests[0]
+        validated_pod(manifest, source=label)
+    except InputError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not isinstance(manifest, Mapping):  # validated_pod accepts mappings only
+        raise click.ClickException(f"{path}: a Pod manifest must be a mapping")
+    return manifest
 
 
 def _plugin_args(path: Path | None) -> PluginArgs:
@@ -115,7 +136,7 @@ def evaluate(
     Exit status 0 whether or not the pod fits; non-zero for invalid input.
     """
     nrt_obj = _load_one(nrt_path, "NodeResourceTopology")
-    pod_obj = _load_one(pod_path, "Pod")
+    pod_obj = _pod(pod_path)
     pods = _pods_on_node(pods_path) if pods_path is not None else None
     args = _plugin_args(args_path)
     try:
@@ -154,9 +175,10 @@ def evaluate(
 @scheduler.command("run")
 @click.option(
     "--kubeconfig",
-    required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Kubeconfig of the cluster to schedule in.",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    envvar="KUBECONFIG",
+    help="Kubeconfig of the cluster to schedule in (default: $KUBECONFIG, in-cluster "
+    "config, ~/.kube/config).",
 )
 @click.option(
     "--scheduler-name",
@@ -187,7 +209,7 @@ def evaluate(
 @click.option("-v", "--verbose", is_flag=True, help="Log every bind and retry.")
 def run(
     *,
-    kubeconfig: Path,
+    kubeconfig: Path | None,
     scheduler_name: str,
     args_path: Path | None,
     node_selector: str | None,
@@ -230,7 +252,12 @@ def run(
         clock=time.monotonic,
     )
     if once:
-        report = sched.run_cycle()
+        try:
+            report = sched.run_cycle()
+        except ApiError as exc:
+            raise click.ClickException(
+                f"scheduling cycle failed against {kube.config.server}: {exc}"
+            ) from None
         for key, node in report.bound.items():
             click.echo(f"bound {key} -> {node}")
         for key, why in report.unschedulable.items():

@@ -1,12 +1,22 @@
 """Readable and JSON explanations of admission results. Pure (returns strings / dicts).
 
-The JSON form is what ``fakenrt kubelet explain --json`` prints, one object per pod::
+The JSON form is what ``fakenrt kubelet explain --json`` prints, one object per pod; it
+carries everything the text shows::
 
-    {"pod": "default/p1", "admit": true, "reason": null,
+    {"pod": "default/p1", "node": "n1", "policy": "restricted", "scope": "container",
+     "admit": false, "reason": "TopologyAffinityError", "message": "Resources cannot be ...",
      "hints": [{"container": "c1", "best": {"numa": [0], "preferred": true},
-                "providers": {"cpu": [{"numa": [0], "preferred": true}, ...]}}],
-     "allocation": [{"container": "c1", "cpus": "2-5", "devices": {"nvidia.com/gpu": ["GPU-0"]},
+                "why": "nvidia.com/gpu, cpu all prefer {0}",
+                "providers": {"cpu": [{"numa": [0], "preferred": true}, ...]},
+                "omitted": {"cpu": 65519}, "notes": ["..."]}],
+     "allocation": [{"container": "c1", "kind": "regular", "cpus": "2-5",
+                     "devices": {"nvidia.com/gpu": ["GPU-0"]},
                      "memory": [{"type": "memory", "size": 1073741824, "numa": [0]}]}]}
+
+A provider can return tens of thousands of hints on a node with many NUMA nodes (one per
+subset of NUMA nodes: 65,535 at 16). Unless ``verbose``, each provider's list is cut to
+its first :data:`SHOWN_HINTS` preferred and first :data:`SHOWN_HINTS` other hints (in the
+provider's order, narrowest first), and ``omitted`` counts what was left out.
 """
 
 from __future__ import annotations
@@ -19,19 +29,43 @@ from fakenrt.kubelet.allocation import AdmissionResult, HintReport, ProviderHint
 from fakenrt.kubelet.provider_cpu import SMT_ALIGNMENT_ERROR
 from fakenrt.profiles.model import NodeProfile
 
+#: Hints of each kind (preferred, not preferred) shown per provider without ``verbose``.
+SHOWN_HINTS = 8
+
 
 def _hint_json(h: ProviderHint) -> dict[str, Any]:
     return {"numa": None if h.numa is None else list(h.numa), "preferred": h.preferred}
 
 
-def result_json(result: AdmissionResult) -> dict[str, Any]:
-    """The JSON object for one pod."""
+def shown_hints(
+    hints: Sequence[ProviderHint], *, verbose: bool
+) -> tuple[tuple[ProviderHint, ...], int]:
+    """The hints to show and how many are left out: all when ``verbose``, else the first
+    :data:`SHOWN_HINTS` preferred and the first :data:`SHOWN_HINTS` others, in order."""
+    if verbose:
+        return tuple(hints), 0
+    kept: list[ProviderHint] = []
+    counts = {True: 0, False: 0}
+    for h in hints:
+        if counts[h.preferred] < SHOWN_HINTS:
+            counts[h.preferred] += 1
+            kept.append(h)
+    return tuple(kept), len(hints) - len(kept)
+
+
+def result_json(
+    result: AdmissionResult, profile: NodeProfile, *, verbose: bool = False
+) -> dict[str, Any]:
+    """The JSON object for one pod: the verdict and message, the hints of every provider
+    (cut unless ``verbose``), the notes and why the best hint won, the allocation."""
+    policy = profile.kubelet.topology_manager_policy
     allocation: list[dict[str, Any]] = []
     if result.allocation is not None:
         for c in result.allocation.containers:
             allocation.append(
                 {
                     "container": c.name,
+                    "kind": c.kind,
                     "cpus": format_cpulist(c.cpus),
                     "devices": {k: list(v) for k, v in sorted(c.devices.items())},
                     "memory": [
@@ -39,18 +73,34 @@ def result_json(result: AdmissionResult) -> dict[str, Any]:
                     ],
                 }
             )
+    hints: list[dict[str, Any]] = []
+    for report in result.hints:
+        providers: dict[str, list[dict[str, Any]]] = {}
+        omitted: dict[str, int] = {}
+        for resource, provider_hints in report.providers.items():
+            kept, left_out = shown_hints(provider_hints, verbose=verbose)
+            providers[resource] = [_hint_json(x) for x in kept]
+            if left_out:
+                omitted[resource] = left_out
+        entry: dict[str, Any] = {
+            "container": report.container,
+            "best": _hint_json(report.best),
+            "why": _why(report, policy),
+            "providers": providers,
+            "notes": list(report.notes),
+        }
+        if omitted:
+            entry["omitted"] = omitted
+        hints.append(entry)
     return {
         "pod": result.pod_key,
+        "node": profile.name,
+        "policy": policy,
+        "scope": profile.kubelet.topology_manager_scope,
         "admit": result.admit,
         "reason": result.reason,
-        "hints": [
-            {
-                "container": h.container,
-                "best": _hint_json(h.best),
-                "providers": {k: [_hint_json(x) for x in v] for k, v in h.providers.items()},
-            }
-            for h in result.hints
-        ],
+        "message": result.message,
+        "hints": hints,
         "allocation": allocation,
     }
 
@@ -66,17 +116,26 @@ def _size(n: int) -> str:
     return str(n)
 
 
-def _resource_line(resource: str, hints: Sequence[ProviderHint]) -> str:
+def _resource_line(resource: str, hints: Sequence[ProviderHint], *, verbose: bool) -> str:
     if len(hints) == 1 and hints[0].numa is None:
         if hints[0].preferred:
             return f"{resource}: no NUMA preference"
         return f"{resource}: no NUMA set can satisfy the request"
-    preferred = [numa_set(h.numa) for h in hints if h.preferred]
-    other = [numa_set(h.numa) for h in hints if not h.preferred]
+    kept, _ = shown_hints(hints, verbose=verbose)
+    more_preferred = sum(h.preferred for h in hints) - sum(h.preferred for h in kept)
+    more_other = sum(not h.preferred for h in hints) - sum(not h.preferred for h in kept)
+    preferred = [numa_set(h.numa) for h in kept if h.preferred]
+    other = [numa_set(h.numa) for h in kept if not h.preferred]
+    if more_preferred:
+        preferred.append(f"{more_preferred} more")
+    if more_other:
+        other.append(f"{more_other} more")
     text = f"{resource}: prefers {' or '.join(preferred)}" if preferred else f"{resource}: "
     if other:
         text += ("; also fits " if preferred else "only fits ") + ", ".join(other)
         text += " (not preferred)"
+    if more_preferred or more_other:
+        text += " [--verbose lists every hint]"
     return text
 
 
@@ -120,8 +179,9 @@ def _why(report: HintReport, policy: str) -> str:
 _TRUE = ("1", "t", "T", "TRUE", "true", "True")
 
 
-def render_text(result: AdmissionResult, profile: NodeProfile) -> str:
-    """A few lines explaining one verdict."""
+def render_text(result: AdmissionResult, profile: NodeProfile, *, verbose: bool = False) -> str:
+    """A few lines explaining one verdict; each provider's hints are cut to the first
+    :data:`SHOWN_HINTS` of each kind unless ``verbose``."""
     policy = profile.kubelet.topology_manager_policy
     verdict = "ADMITTED" if result.admit else f"REJECTED {result.reason}: {result.message}"
     options = [name for name, value in profile.kubelet.cpu_policy_options.items() if value in _TRUE]
@@ -140,7 +200,9 @@ def render_text(result: AdmissionResult, profile: NodeProfile) -> str:
         kind = "preferred" if report.best.preferred else "not preferred"
         best = f"{numa_set(report.best.numa)} ({kind})"
         lines.append(f"  {who}: best hint {best} - {_why(report, policy)}")
-        lines.extend(f"    {_resource_line(r, hs)}" for r, hs in report.providers.items())
+        lines.extend(
+            f"    {_resource_line(r, hs, verbose=verbose)}" for r, hs in report.providers.items()
+        )
         lines.extend(f"    note: {n}" for n in report.notes)
     if not result.hints and policy == "none":
         lines.append("  policy none: no hints gathered, resources allocated without alignment")

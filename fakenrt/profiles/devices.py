@@ -27,6 +27,7 @@ from fakenrt.profiles.fields import (
     sequence,
     string,
 )
+from fakenrt.profiles.limits import MAX_DEVICES_PER_RESOURCE
 from fakenrt.profiles.model import DeviceSet
 from fakenrt.profiles.names import device_id_prefix, extended_resource_problem
 
@@ -114,6 +115,15 @@ def _id_list(value: object, field: str) -> tuple[str, ...]:
 def assign_ids(specs: Sequence[DeviceSpec]) -> list[DeviceSet]:
     """One DeviceSet per spec, generating ids in the given order (zones by id, then the
     node). Raises FieldError when an id repeats within a resource across the node."""
+    totals: dict[str, int] = {}
+    for spec in specs:
+        totals[spec.resource] = totals.get(spec.resource, 0) + spec.count
+        if totals[spec.resource] > MAX_DEVICES_PER_RESOURCE:
+            raise FieldError(
+                spec.field,
+                f"more than {MAX_DEVICES_PER_RESOURCE} {spec.resource} devices on the node "
+                f"(the most fakenrt simulates)",
+            )
     next_number: dict[str, int] = {}
     owner: dict[tuple[str, str], str] = {}
     out = []

@@ -13,8 +13,10 @@ from collections.abc import Callable, Collection, Mapping
 
 from exporter.cpulist import CpuListError, parse_cpulist
 from exporter.quantities import QuantityError, parse_integer
+from fakenrt.profiles.limits import MAX_CPUS, MAX_QUANTITY
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DIGITS = re.compile(r"[0-9]+")
 
 
 class FieldError(Exception):
@@ -112,13 +114,23 @@ def quantity(value: object, field: str) -> int:
         raise FieldError(field, f"{describe(value)} is not a whole Kubernetes quantity") from exc
     if amount < 0:
         raise FieldError(field, f"must not be negative, got {describe(value)}")
+    if amount > MAX_QUANTITY:
+        raise FieldError(
+            field, f"{describe(value)} is out of range (the kubelet holds amounts in 64 bits)"
+        )
     return amount
 
 
 def cpulist(value: object, field: str) -> frozenset[int]:
-    """A Linux cpulist (``"0-31,64-95"``); a bare integer is one CPU."""
+    """A Linux cpulist (``"0-31,64-95"``); a bare integer is one CPU. CPU ids are below
+    :data:`~fakenrt.profiles.limits.MAX_CPUS` (checked before any range is expanded)."""
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise FieldError(field, f'expected a cpulist such as "0-3,8", got {describe(value)}')
+    for number in _DIGITS.findall(str(value)):
+        if len(number) > len(str(MAX_CPUS)) or int(number) >= MAX_CPUS:
+            raise FieldError(
+                field, f"CPU id {number:.20} is too large: CPU ids are below {MAX_CPUS}"
+            )
     try:
         return parse_cpulist(str(value))
     except CpuListError as exc:

@@ -1,5 +1,7 @@
 """Reading profile files (the I/O half of profiles; parsing is in ``parsing``).
 
+Files are read through :func:`fakenrt.textfiles.read_text`: at most 8 MiB, UTF-8 text.
+
 YAML is read with a safe loader that also rejects duplicate mapping keys: PyYAML would
 silently keep the last one, and a duplicated ``memory:`` must not pass unnoticed.
 """
@@ -13,6 +15,7 @@ import yaml
 from fakenrt.profiles.errors import ProfileError
 from fakenrt.profiles.model import NodeProfile
 from fakenrt.profiles.parsing import parse_profiles
+from fakenrt.textfiles import TextFileError, read_text
 
 #: The example profiles shipped with fakenrt (``dgx.yaml``, ``shapes.yaml``).
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "profiles"
@@ -51,14 +54,21 @@ def load_yaml(text: str, *, source: str) -> object:
         raise ProfileError(f"not valid YAML: {detail}", source=source) from None
 
 
+def load_yaml_documents(text: str) -> list[object]:
+    """Every non-empty document of a multi-document YAML text, duplicate keys refused (as
+    the API server's strict field validation refuses duplicate fields). Raises
+    ``yaml.YAMLError``."""
+    return [d for d in yaml.load_all(text, Loader=_StrictLoader) if d is not None]
+
+
 def load_profiles(path: str | Path) -> tuple[NodeProfile, ...]:
     """Read and validate a profile file. Raises :class:`ProfileError` naming the file."""
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ProfileError(f"cannot read the file: {reason}", source=source) from None
+        text = read_text(path)
+    except TextFileError as exc:
+        # the message already starts with the path
+        raise ProfileError(str(exc).removeprefix(f"{source}: "), source=source) from None
     return parse_profiles(load_yaml(text, source=source), source=source)
 
 

@@ -39,6 +39,7 @@ from fakenrt.profiles.kubeletfields import (
     parse_reserved,
     parse_reserved_memory,
 )
+from fakenrt.profiles.limits import MAX_ALIGNED_NUMA_NODES, MAX_CPUS
 from fakenrt.profiles.model import (
     CPU_MANAGER_POLICIES,
     DEFAULT_MAX_ALLOWABLE_NUMA_NODES,
@@ -554,6 +555,11 @@ def _expand_shape(value: object) -> tuple[list[_RawZone], int, int]:
     per_socket = integer(
         data.get("numaNodesPerSocket", 1), child(base, "numaNodesPerSocket"), minimum=1
     )
+    if numa_nodes * cores * threads > MAX_CPUS:
+        raise FieldError(
+            child(base, "coresPerNumaNode"),
+            f"{numa_nodes * cores * threads} CPUs in all; a node has at most {MAX_CPUS}",
+        )
     memory = quantity(data["memoryPerNumaNode"], child(base, "memoryPerNumaNode"))
     hugepages = _parse_hugepages(
         mapping(data.get("hugepagesPerNumaNode", {}), child(base, "hugepagesPerNumaNode")),
@@ -659,6 +665,20 @@ def _check_numa_count(kubelet: KubeletConfig, count: int, count_field: str) -> N
     """``topologymanager.NewManager``: with a policy other than none the kubelet refuses
     to start on a machine with more NUMA nodes than max-allowable-numa-nodes."""
     limit = kubelet.max_allowable_numa_nodes
+    enumerating = [
+        f"topologyManagerPolicy {kubelet.topology_manager_policy}"
+        if kubelet.topology_manager_policy != "none"
+        else "",
+        "memoryManagerPolicy Static" if kubelet.memory_manager_policy == "Static" else "",
+    ]
+    if count > MAX_ALIGNED_NUMA_NODES and any(enumerating):
+        raise FieldError(
+            count_field,
+            f"{count} NUMA nodes with {' and '.join(e for e in enumerating if e)}: fakenrt "
+            f"simulates at most {MAX_ALIGNED_NUMA_NODES} (the kubelet's NUMA hint search "
+            f"visits every subset of NUMA nodes, 2^{count} of them); larger nodes need "
+            "topologyManagerPolicy none and memoryManagerPolicy None",
+        )
     if kubelet.topology_manager_policy != "none" and count > limit:
         raise FieldError(
             count_field,

@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 NODES = path("api", "v1", "nodes")
 PODS = path("api", "v1", "pods")
 NRTS = path("apis", NRT_GROUP, NRT_VERSION, NRT_PLURAL)
+#: Longest wait before restarting a pod watch that keeps failing.
+WATCH_RETRY_MAX_S = 30.0
 
 
 def _ready(node: dict[str, Any]) -> bool:
@@ -51,6 +53,16 @@ class KubeCluster:
         self.kube = kube
         self.scheduler_name = scheduler_name
         self.node_selector = node_selector
+        #: object -> the problem last logged for it: each is logged when it appears or
+        #: changes, not again every cycle while it lasts
+        self._logged: dict[str, str] = {}
+        self._seen: set[str] = set()
+
+    def _warn(self, key: str, message: str) -> None:
+        self._seen.add(key)
+        if self._logged.get(key) != message:
+            self._logged[key] = message
+            log.warning("%s (logged once while it lasts)", message)
 
     def _nrts(self) -> dict[str, Any]:
         try:
@@ -64,6 +76,13 @@ class KubeCluster:
         }
 
     def snapshot(self) -> ClusterSnapshot:
+        self._seen = set()
+        snapshot = self._snapshot()
+        # problems that are gone may be logged again if they come back
+        self._logged = {k: v for k, v in self._logged.items() if k in self._seen}
+        return snapshot
+
+    def _snapshot(self) -> ClusterSnapshot:
         query = {"labelSelector": self.node_selector} if self.node_selector else {}
         node_items, _ = self.kube.list_all(NODES, what="list nodes", **query)
         nrts = self._nrts()
@@ -75,15 +94,16 @@ class KubeCluster:
                 try:
                     allocatable[key] = parse_decimal(raw)
                 except QuantityError:
-                    log.warning(
-                        "node %s: status.allocatable[%s] %r is not a quantity", name, key, raw
+                    self._warn(
+                        f"node/{name}/{key}",
+                        f"node {name}: status.allocatable[{key}] {raw!r} is not a quantity",
                     )
             nrt = None
             if name in nrts:
                 try:
                     nrt = read_nrt(nrts[name], source="api")
                 except NRTError as exc:
-                    log.warning("ignoring NRT of node %s: %s", name, exc)
+                    self._warn(f"nrt/{name}", f"ignoring NRT of node {name}: {exc}")
             nodes.append(
                 NodeSnapshot(
                     name=name,
@@ -100,7 +120,8 @@ class KubeCluster:
             try:
                 spec = pod_from_manifest(manifest, source="api")
             except PodSpecError as exc:
-                log.warning("ignoring pod: %s", exc)
+                meta = manifest.get("metadata") or {}
+                self._warn(f"pod/{meta.get('uid') or meta.get('name')}", f"ignoring pod: {exc}")
                 continue
             status = manifest.get("status") or {}
             meta = manifest.get("metadata") or {}
@@ -186,8 +207,10 @@ def watch_pods(
     timeout_seconds: int = 30,
 ) -> None:
     """Set ``wake`` whenever a pod for ``scheduler_name`` changes, until ``stop`` is set
-    (run in a daemon thread). Watch errors are logged and the watch restarted (from the
-    current state: the loop re-reads the cluster anyway)."""
+    (run in a daemon thread). A failed watch is logged at debug level (the loop reports an
+    unreachable API server) and restarted, from the current state (the loop re-reads the
+    cluster anyway), after a backoff of 1 s doubling to 30 s while watches keep failing."""
+    failures = 0
     while not stop.is_set():
         try:
             for _ in kube.watch(
@@ -196,9 +219,13 @@ def watch_pods(
                 what="watch pods",
                 fieldSelector=f"spec.schedulerName={scheduler_name}",
             ):
+                failures = 0
                 wake.set()
                 if stop.is_set():
                     break
+            failures = 0
         except ApiError as exc:
-            log.debug("pod watch restarting: %s", exc)
-            stop.wait(1.0)
+            failures += 1
+            delay = min(2.0 ** (failures - 1), WATCH_RETRY_MAX_S)
+            log.debug("pod watch failed (restart in %.0fs): %s", delay, exc)
+            stop.wait(delay)

@@ -24,6 +24,10 @@ TOPOLOGY_AFFINITY_ERROR = "TopologyAffinityError"
 
 Clock = Callable[[], float]
 
+#: Longest wait between cycles while they fail (the API server unreachable).
+MAX_RETRY_WAIT_S = 30.0
+_API = "(api server)"
+
 
 class Cluster(Protocol):
     def snapshot(self) -> ClusterSnapshot: ...
@@ -167,14 +171,32 @@ class Scheduler:
         self, stop: threading.Event, *, period: float, wake: threading.Event | None = None
     ) -> None:
         """Cycle until ``stop`` is set: every ``period`` seconds, or sooner when ``wake`` is
-        set (a watch saw a pod change). A failing cycle is logged and retried."""
+        set (a watch saw a pod change). A failing cycle (the API server unreachable or
+        refusing) is retried with exponential backoff from ``period`` up to
+        :data:`MAX_RETRY_WAIT_S`; the first failure of a run of failures is logged as a
+        warning, the others at debug level, and the recovery once."""
+        retry = Backoff(initial=period, maximum=max(period, MAX_RETRY_WAIT_S))
         while not stop.is_set():
+            delay = period
             try:
                 self.run_cycle()
             except ApiError as exc:
-                log.warning("cycle failed: %s", exc)
+                delay = retry.failed(_API, self.clock())
+                if retry.failures(_API) == 1:
+                    log.warning(
+                        "cycle failed: %s; retrying with backoff (up to %.0fs), quietly until "
+                        "a cycle succeeds",
+                        exc,
+                        retry.maximum,
+                    )
+                else:
+                    log.debug("cycle failed again (retry in %.1fs): %s", delay, exc)
+            else:
+                if retry.failures(_API):
+                    log.warning("cycle succeeded after %d failed cycles", retry.failures(_API))
+                    retry.forget(_API)
             if wake is not None:
-                wake.wait(period)
+                wake.wait(delay)
                 wake.clear()
             else:
-                stop.wait(period)
+                stop.wait(delay)

@@ -25,6 +25,7 @@ from fakenrt.nrt.render import (
     MEMORY_MANAGER_POLICY_ATTRIBUTE,
     ZONE_TYPE,
 )
+from fakenrt.profiles.limits import MAX_ALIGNED_NUMA_NODES
 from fakenrt.scheduler.topology import (
     CPU_MANAGER_POLICIES,
     MEMORY_MANAGER_POLICIES,
@@ -213,6 +214,12 @@ def read_nrt(obj: Mapping[str, Any], *, source: str = "nrt") -> NumaTopology:
         if zone.id in zones:
             raise NRTError(f"{where}: zones[{i}]: zone node-{zone.id} appears twice")
         zones[zone.id] = zone
+    if len(zones) > MAX_ALIGNED_NUMA_NODES:
+        raise NRTError(
+            f"{where}: {len(zones)} NUMA zones; the plugin reads at most "
+            f"{MAX_ALIGNED_NUMA_NODES} (its NUMA search, like the kubelet's, visits every "
+            f"subset of zones: 2^{len(zones)})"
+        )
     return NumaTopology(
         node=name,
         policy=policy,

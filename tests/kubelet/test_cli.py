@@ -71,12 +71,18 @@ def test_explain_json_is_one_array_in_the_documented_shape(tmp_path: Path) -> No
     assert json.loads(out) == [
         {
             "pod": "default/p1",
+            "node": "small",
+            "policy": "single-numa-node",
+            "scope": "container",
             "admit": True,
             "reason": None,
+            "message": None,
             "hints": [
                 {
                     "container": "c1",
                     "best": {"numa": [0], "preferred": True},
+                    "why": "nvidia.com/gpu, cpu, memory all prefer {0}",
+                    "notes": [],
                     "providers": {
                         "nvidia.com/gpu": [
                             {"numa": [0], "preferred": True},
@@ -99,6 +105,7 @@ def test_explain_json_is_one_array_in_the_documented_shape(tmp_path: Path) -> No
             "allocation": [
                 {
                     "container": "c1",
+                    "kind": "regular",
                     "cpus": "0-1",
                     "devices": {"nvidia.com/gpu": ["GPU-0"]},
                     "memory": [{"type": "memory", "size": 1073741824, "numa": [0]}],
@@ -107,12 +114,19 @@ def test_explain_json_is_one_array_in_the_documented_shape(tmp_path: Path) -> No
         },
         {
             "pod": "team/p2",
+            "node": "small",
+            "policy": "single-numa-node",
+            "scope": "container",
             "admit": False,
             "reason": "TopologyAffinityError",
+            "message": "Resources cannot be allocated with Topology locality",
             "hints": [
                 {
                     "container": "c1",
                     "best": {"numa": None, "preferred": False},
+                    "why": "single-numa-node keeps only preferred single-NUMA hints, and cpu "
+                    "has none",
+                    "notes": [],
                     "providers": {
                         "nvidia.com/gpu": [
                             {"numa": [1], "preferred": True},

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from fakenrt.kubelet.explain import render_text, result_json
 from fakenrt.kubelet.node import NodeState
-from fakenrt.kubelet.podcheck import api_errors
-from fakenrt.podspec import pod_from_manifest
 from tests.kubelet.builders import container, node, pod
 
 
@@ -20,7 +16,7 @@ def test_pod_scope_is_explained_for_the_pod() -> None:
     assert "(single-numa-node, pod scope): REJECTED TopologyAffinityError" in text
     assert "  pod: best hint any NUMA node (not preferred) - single-numa-node keeps only" in text
     assert "    nvidia.com/gpu: prefers {0,1}" in text
-    assert result_json(result)["hints"][0]["container"] is None
+    assert result_json(result, profile)["hints"][0]["container"] is None
 
 
 def test_policy_none_and_fit_rejections_are_explained() -> None:
@@ -34,38 +30,4 @@ def test_policy_none_and_fit_rejections_are_explained() -> None:
     assert "REJECTED OutOfcpu: Node didn't have enough resource: cpu, requested: 64000" in (
         render_text(big, profile)
     )
-    assert result_json(big)["allocation"] == []
-
-
-@pytest.mark.parametrize(
-    ("resources", "error"),
-    [
-        pytest.param(
-            {"requests": {"example.com/fpga": 1}},
-            "limits.example.com/fpga: a limit is required",
-            id="no-limit",
-        ),
-        pytest.param(
-            {"requests": {"hugepages-2Mi": "2Mi"}, "limits": {"hugepages-2Mi": "4Mi"}},
-            "requests.hugepages-2Mi: must equal the limit",
-            id="hugepages-request-differs",
-        ),
-        pytest.param(
-            {"limits": {"example.com/fpga": "500m"}}, "must be a whole number", id="fraction"
-        ),
-    ],
-)
-def test_api_rules_on_non_overcommittable_resources(
-    resources: dict[str, object], error: str
-) -> None:
-    p = pod_from_manifest(
-        {
-            "kind": "Pod",
-            "metadata": {"name": "x"},
-            "spec": {"containers": [{"name": "c", "resources": resources}]},
-        }
-    )
-    errors = api_errors(p, source="f.yaml")
-    assert len(errors) == 1
-    assert errors[0].startswith("f.yaml: pod default/x: spec.containers[0](c).resources.")
-    assert error in errors[0]
+    assert result_json(big, profile)["allocation"] == []

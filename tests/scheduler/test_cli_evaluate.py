@@ -202,7 +202,7 @@ def test_args_with_more_than_one_document_is_rejected_by_both_commands(
     files = {
         "NRT": write(tmp_path, "nrt.yaml", nrt_object("gpu-1", ZONES)),
         "POD": write(tmp_path, "pod.yaml", pod()),
-        "KUBECONFIG": str(tmp_path / "missing-kubeconfig"),
+        "KUBECONFIG": write(tmp_path, "unused-kubeconfig"),  # exists; never read
     }
     argv = ["scheduler", *(files.get(a, a) for a in command), "--args", args]
     result = CliRunner().invoke(main, argv)

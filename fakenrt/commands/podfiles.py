@@ -1,0 +1,112 @@
+"""Pod manifests given on the command line (``kubelet explain``, ``scheduler evaluate``),
+read and validated as the API server would before any kubelet or scheduler sees them.
+
+A file holds one or more YAML documents; a ``kind: List`` (or ``PodList``, as ``kubectl
+get pods -o yaml`` prints) is expanded into its items. Every pod passes, in order:
+
+1. strict field validation against the Pod schema (:mod:`fakenrt.podspec` only reads the
+   fields it needs; :mod:`fakenrt.podschema` refuses unknown fields and wrong types);
+2. the reading itself (:func:`fakenrt.podspec.pod_from_manifest`: names, quantities);
+3. the API server's rules on container resources (:mod:`fakenrt.kubelet.podcheck`).
+
+Every error is one line naming the file (and document), the pod and the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import yaml
+
+from fakenrt.kubelet.podcheck import api_errors
+from fakenrt.podschema import check_manifest
+from fakenrt.podspec import PodSpec, PodSpecError, pod_from_manifest
+from fakenrt.profiles.loading import load_yaml_documents
+from fakenrt.textfiles import TextFileError, read_text
+
+LIST_KINDS = ("List", "PodList")
+
+
+class InputError(ValueError):
+    """Invalid pod or profile input; the message names the file, the object and the field."""
+
+
+def manifests_in(text: str, *, source: str) -> list[tuple[str, Any]]:
+    """The manifests of a YAML text, each with the label to name it by in errors."""
+    try:
+        documents = load_yaml_documents(text)
+    except yaml.YAMLError as exc:
+        raise InputError(f"{source}: not valid YAML: {' '.join(str(exc).split())}") from None
+    found: list[tuple[int, int | None, Any]] = []
+    for i, doc in enumerate(documents):
+        if isinstance(doc, Mapping) and doc.get("kind") in LIST_KINDS:
+            items = doc.get("items")
+            if not isinstance(items, list):
+                raise InputError(f"{source}: a {doc['kind']} must have an 'items' list")
+            found.extend((i, j, item) for j, item in enumerate(items))
+        else:
+            found.append((i, None, doc))
+    several = len(documents) > 1
+    out: list[tuple[str, Any]] = []
+    for i, j, manifest in found:
+        label = f"{source} (document {i + 1})" if several else source
+        out.append((label if j is None else f"{label} items[{j}]", manifest))
+    return out
+
+
+def _pod_name(manifest: Any) -> str:
+    meta = manifest.get("metadata") if isinstance(manifest, Mapping) else None
+    if isinstance(meta, Mapping) and isinstance(meta.get("name"), str):
+        namespace = meta.get("namespace") or "default"
+        return f": pod {namespace}/{meta['name']}"
+    return ""
+
+
+def validated_pod(manifest: Any, *, source: str) -> PodSpec:
+    """``manifest`` as a pod, if the API server would accept it. Raises InputError."""
+    problem = check_manifest(manifest)
+    if problem is not None:
+        raise InputError(f"{source}{_pod_name(manifest)}: strict decoding error: {problem}")
+    try:
+        pod = pod_from_manifest(manifest, source=source)
+    except PodSpecError as exc:
+        raise InputError(str(exc)) from None
+    errors = api_errors(pod, source=source)
+    if errors:
+        raise InputError("; ".join(errors))
+    return pod
+
+
+def parse_pods(text: str, *, source: str) -> list[PodSpec]:
+    """Every Pod of a (multi-document) YAML text, validated."""
+    manifests = manifests_in(text, source=source)
+    if not manifests:
+        raise InputError(f"{source}: no Pod found")
+    return [validated_pod(m, source=label) for label, m in manifests]
+
+
+def read_manifests(path: str) -> list[tuple[str, Any]]:
+    """The manifests of a file (bounded read, UTF-8 text). Raises InputError."""
+    try:
+        text = read_text(path)
+    except TextFileError as exc:
+        raise InputError(str(exc)) from None
+    return manifests_in(text, source=path)
+
+
+def read_pods(paths: Iterable[str]) -> list[PodSpec]:
+    """Every pod of the files, in order; a pod given twice is an error."""
+    pods: list[PodSpec] = []
+    seen: dict[str, str] = {}
+    for path in paths:
+        manifests = read_manifests(path)
+        if not manifests:
+            raise InputError(f"{path}: no Pod found")
+        for label, manifest in manifests:
+            pod = validated_pod(manifest, source=label)
+            if pod.key in seen:
+                raise InputError(f"{path}: pod {pod.key} is already given in {seen[pod.key]}")
+            seen[pod.key] = path
+            pods.append(pod)
+    return pods

@@ -1,0 +1,150 @@
+"""The README and docs/*.md stay true: every shell block that needs no cluster runs as
+written, and every command synopsis names only options the command has (and, unless it
+ends with ``...``, all of them). Issue 11, item 10.
+
+Convention for fenced blocks (also stated in docs/architecture.md): a block whose info
+string starts with ``sh`` is a command block, run by this test from a scratch directory
+that sees the repository's files, with the test's virtualenv active. Extra words after ``sh`` mark
+blocks the test cannot run:
+
+* ``sh cluster`` - needs a Kubernetes cluster (a kubeconfig, kubectl);
+* ``sh setup`` - creates the environment this test already runs in (``make demo``,
+  ``make test``).
+
+Blocks without a language (synopses, sample output) are not run; their lines that start
+with ``fakenrt`` or ``numa-exporter`` are checked against the commands' options.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+import pytest
+
+from exporter.cli import main as exporter_main
+from fakenrt.cli import main as fakenrt_main
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SKIP_TAGS = {"cluster", "setup"}
+BLOCK_TIMEOUT_S = 120
+_FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.S | re.M)
+
+
+@dataclass(frozen=True)
+class Block:
+    path: Path
+    line: int
+    info: tuple[str, ...]
+    text: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+
+def _blocks() -> list[Block]:
+    out = []
+    for path in DOCS:
+        text = path.read_text()
+        for m in _FENCE.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            out.append(Block(path, line, tuple(m.group(1).split()), m.group(2)))
+    return out
+
+
+BLOCKS = _blocks()
+COMMAND_BLOCKS = [b for b in BLOCKS if b.info[:1] == ("sh",)]
+RUNNABLE = [b for b in COMMAND_BLOCKS if not SKIP_TAGS & set(b.info[1:])]
+
+
+def test_the_convention_is_used() -> None:
+    """The tour is runnable, and every command block is tagged with known words only."""
+    assert any(b.path.name == "README.md" for b in RUNNABLE)
+    for block in COMMAND_BLOCKS:
+        assert set(block.info[1:]) <= SKIP_TAGS, block.id
+    for block in BLOCKS:
+        assert block.info[:1] != ("bash",), f"{block.id}: write ```sh"
+
+
+@pytest.mark.parametrize("block", RUNNABLE, ids=[b.id for b in RUNNABLE])
+def test_command_block_runs(block: Block, tmp_path: Path) -> None:
+    for entry in ROOT.iterdir():
+        if entry.name not in (".git", ".venv"):
+            (tmp_path / entry.name).symlink_to(entry)
+    (tmp_path / ".venv").symlink_to(Path(sys.prefix))
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.prefix) / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        "HOME": str(tmp_path),
+    }
+    env.pop("KUBECONFIG", None)
+    # its own session, so a block that outlives the timeout is ended with its children
+    with subprocess.Popen(
+        ["bash", "-euo", "pipefail", "-c", block.text],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=BLOCK_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            pytest.fail(f"{block.id}: still running after {BLOCK_TIMEOUT_S}s")
+    assert proc.returncode == 0, f"{block.id}\n{out[-3000:]}\n{err[-3000:]}"
+    assert "Traceback" not in err
+
+
+def _synopses() -> list[tuple[Block, str]]:
+    """Command lines of synopses (unlabelled blocks) and of every ``sh`` block."""
+    found = []
+    for block in BLOCKS:
+        if block.info and block.info[0] != "sh":
+            continue
+        joined = block.text.replace("\\\n", " ")
+        for raw in joined.splitlines():
+            command = raw.split(" #", 1)[0].split(" > ", 1)[0].rstrip()
+            if command.startswith(("fakenrt ", "numa-exporter ")):
+                found.append((block, command))
+    return found
+
+
+SYNOPSES = _synopses()
+
+
+def _command(words: list[str]) -> tuple[click.Command, list[str]]:
+    group: click.Command = fakenrt_main if words[0] == "fakenrt" else exporter_main
+    rest = words[1:]
+    while isinstance(group, click.Group) and rest and rest[0] in group.commands:
+        group = group.commands[rest[0]]
+        rest = rest[1:]
+    return group, rest
+
+
+@pytest.mark.parametrize(
+    ("block", "line"), SYNOPSES, ids=[f"{b.id}:{line.split(' [')[0]}" for b, line in SYNOPSES]
+)
+def test_synopsis_matches_the_command(block: Block, line: str) -> None:
+    command, rest = _command(line.split())
+    assert not isinstance(command, click.Group), f"{block.id}: {line}: no such command"
+    known = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
+    named = set(re.findall(r"(?<![\w-])(--?[a-zA-Z][\w-]*)", " ".join(rest)))
+    assert named <= known, f"{block.id}: {line}: unknown options {sorted(named - known)}"
+    if not block.info and not line.endswith("..."):
+        missing = [
+            p.opts[0]
+            for p in command.params
+            if isinstance(p, click.Option) and not p.hidden and not set(p.opts) & named
+        ]
+        assert not missing, f"{block.id}: {line}: synopsis lacks {missing}"
