@@ -157,7 +157,7 @@ def test_fractional_devices_are_refused_by_both_commands(tmp_path: Path) -> None
         refused.append(result.stderr.strip().splitlines()[-1])
     for message in refused:
         assert "spec.containers[0](main).resources.limits.nvidia.com/gpu" in message
-        assert "whole number" in message
+        assert "must be an integer" in message
 
 
 def test_render_with_pods_out_needs_pods_and_names_rejected_pods(tmp_path: Path) -> None:
