@@ -95,6 +95,13 @@ class NodeProfile:
     #: means the controller's ``--nrt-delay`` / ``--nrt-jitter``.
     nrt_delay: float | None = None
     nrt_jitter: float | None = None
+    #: ``nrt.fingerprintTerminatedPods``: the NRT pod fingerprint also covers Succeeded /
+    #: Failed pods still bound to the node, as from a kubelet before 1.32 (whose
+    #: podresources List still reported them); None means the controller's setting.
+    nrt_fingerprint_terminated_pods: bool | None = None
+    #: ``nrt.topologyPolicies``: write the deprecated ``topologyPolicies`` field; None
+    #: means the controller's setting.
+    nrt_topology_policies: bool | None = None
 
     @property
     def zone_ids(self) -> tuple[int, ...]:

@@ -58,7 +58,12 @@ _TOP_KEYS = ("nodes",)
 _NODE_KEYS = (
     "name", "kubelet", "devices", "zones", "shape", "cpuTopology", "labels", "maxPods", "nrt",
 )  # fmt: skip
-_NRT_KEYS = ("delay", "jitter")
+_NRT_LAG_KEYS = ("delay", "jitter")
+_NRT_SWITCHES = {
+    "fingerprintTerminatedPods": "nrt_fingerprint_terminated_pods",
+    "topologyPolicies": "nrt_topology_policies",
+}
+_NRT_KEYS = (*_NRT_LAG_KEYS, *_NRT_SWITCHES)
 _KUBELET_KEYS = (
     "topologyManagerPolicy",
     "topologyManagerScope",
@@ -248,6 +253,7 @@ def _parse_node(raw: Mapping[str, object], name: str) -> NodeProfile:
         built_zones.append(built)
     node_devices = {spec.resource: next(device_sets) for spec in node_specs}
 
+    switches = _parse_nrt_switches(raw.get("nrt", {}))
     return NodeProfile(
         name=name,
         kubelet=kubelet,
@@ -261,7 +267,22 @@ def _parse_node(raw: Mapping[str, object], name: str) -> NodeProfile:
         labels=_parse_labels(raw.get("labels", {})),
         max_pods=integer(raw.get("maxPods", DEFAULT_MAX_PODS), "maxPods", minimum=1),
         **_parse_nrt_lag(raw.get("nrt", {})),
+        nrt_fingerprint_terminated_pods=switches["nrt_fingerprint_terminated_pods"],
+        nrt_topology_policies=switches["nrt_topology_policies"],
     )
+
+
+def _parse_nrt_switches(value: object) -> dict[str, bool | None]:
+    """``nrt: {fingerprintTerminatedPods: true, topologyPolicies: false}``: how this node's
+    NRT is written, overriding the controller's flags of the same meaning."""
+    raw = mapping(value, "nrt")
+    out: dict[str, bool | None] = {}
+    for key, attribute in _NRT_SWITCHES.items():
+        item = raw.get(key)
+        if item is not None and not isinstance(item, bool):
+            raise FieldError(child("nrt", key), f"expected true or false, got {describe(item)}")
+        out[attribute] = item
+    return out
 
 
 def _parse_nrt_lag(value: object) -> dict[str, float | None]:
@@ -270,7 +291,7 @@ def _parse_nrt_lag(value: object) -> dict[str, float | None]:
     raw = mapping(value, "nrt")
     check_keys(raw, "nrt", _NRT_KEYS)
     out: dict[str, float | None] = {"nrt_delay": None, "nrt_jitter": None}
-    for key in _NRT_KEYS:
+    for key in _NRT_LAG_KEYS:
         if key not in raw:
             continue
         field = child("nrt", key)

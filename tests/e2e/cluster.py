@@ -21,6 +21,7 @@ from exporter.annotations import (
     ZonePlacement,
     format_memory_groups,
     format_placement,
+    parse_zone_name,
     zone_name,
 )
 from exporter.kubeclient import KubeClient, path
@@ -122,7 +123,7 @@ def node_of(pod: Mapping[str, Any]) -> str | None:
     return (pod.get("spec") or {}).get("nodeName") or None
 
 
-def annotations(pod: Mapping[str, Any]) -> dict[str, str]:
+def annotations_of(pod: Mapping[str, Any]) -> dict[str, str]:
     return dict((pod.get("metadata") or {}).get("annotations") or {})
 
 
@@ -198,7 +199,7 @@ def figures(listed: Iterable[Mapping[str, Any]]) -> Figures:
 
 def allocation_of(pod: Mapping[str, Any]) -> PodAllocation | None:
     """The simulated kubelet's allocation recorded on the pod, if any."""
-    raw = annotations(pod).get(ALLOCATION_ANNOTATION)
+    raw = annotations_of(pod).get(ALLOCATION_ANNOTATION)
     if raw is None:
         return None
     meta = pod["metadata"]
@@ -249,7 +250,7 @@ def observation_mismatches(
     problems: list[str] = []
     for pod in listed:
         node = node_of(pod)
-        if phase(pod) != "Running" or node not in profiles:
+        if phase(pod) != "Running" or node is None or node not in profiles:
             continue
         name = pod["metadata"]["name"]
         allocation = allocation_of(pod)
@@ -257,7 +258,7 @@ def observation_mismatches(
             problems.append(f"{name}: Running without a recorded allocation")
             continue
         placement, memory = expected_observation(profiles[node], allocation)
-        got = annotations(pod)
+        got = annotations_of(pod)
         want_placement = None if placement == "[]" else placement
         if got.get(OBSERVED_PLACEMENT) != want_placement:
             problems.append(
@@ -289,7 +290,7 @@ def prediction_mismatches(listed: Iterable[Mapping[str, Any]]) -> list[str]:
     """
     problems: list[str] = []
     for pod in listed:
-        got = annotations(pod)
+        got = annotations_of(pod)
         if phase(pod) != "Running" or PREDICTED_PLACEMENT not in got:
             continue
         observed = got.get(OBSERVED_PLACEMENT, "[]")
@@ -354,9 +355,9 @@ def expected_available(
         assert allocation is not None
         placement, _ = expected_observation(profile, allocation)
         for entry in json.loads(placement):
-            zone = int(entry["zone"].split("-", 1)[1])
+            zone_id = parse_zone_name(entry["zone"])
             for res, amount in entry["amount"].items():
-                used[zone][res] += int(amount)
+                used[zone_id][res] += int(amount)
     return {
         zone_name(z.id): {
             res: max(0, amount - used[z.id].get(res, 0))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,7 @@ from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
 from exporter.kubeclient import KubeClient
 from fakenrt.profiles import NodeProfile
 from tests.e2e.cluster import (
-    annotations,
+    annotations_of,
     create,
     node_of,
     observation_mismatches,
@@ -31,18 +32,18 @@ pytestmark = pytest.mark.controlplane
 DeployFn = Callable[[Topology], Deployment]
 
 
-def _observed_zones(pod: dict[str, object]) -> dict[str, dict[str, str]]:
-    raw = annotations(pod).get(OBSERVED_PLACEMENT, "[]")
+def _observed_zones(pod: dict[str, Any]) -> dict[str, dict[str, str]]:
+    raw = annotations_of(pod).get(OBSERVED_PLACEMENT, "[]")
     return {entry["zone"]: entry["amount"] for entry in json.loads(raw)}
 
 
 def _settled(kube: KubeClient, deployment: Deployment, namespace: str, running: set[str]) -> None:
     """Until ``running`` pods are Running and observed, then check scenario e on every pod."""
 
-    def probe() -> dict[str, dict[str, object]] | None:
+    def probe() -> dict[str, dict[str, Any]] | None:
         listed = pods(kube, namespace)
         ok = all(
-            phase(listed[n]) == "Running" and OBSERVED_MEMORY_GROUPS in annotations(listed[n])
+            phase(listed[n]) == "Running" and OBSERVED_MEMORY_GROUPS in annotations_of(listed[n])
             for n in running
         )
         return (
@@ -66,7 +67,7 @@ def test_a_gpu_and_cpu_pods_run_only_where_alignable(
     run, each inside one zone; pods the whole node could hold but no zone can stay Pending
     unbound - never sent to a kubelet that would refuse them."""
     d = deploy(Topology(nodes=(two_zone_node(policy="single-numa-node", gpus=2),)))
-    want = {
+    want: dict[str, dict[str, Any]] = {
         "fits-a": {"cpu": "3", "gpus": 2},
         "fits-b": {"cpu": "1", "gpus": 1},
         "gpus-wider-than-a-zone": {"cpu": "1", "gpus": 3},
@@ -108,7 +109,7 @@ def test_b_three_three_two_on_two_four_core_zones(
     for name, cpu in (("three-a", "3"), ("three-b", "3"), ("two", "2")):
         create(kube, workload_pod(name, namespace=namespace, deployment=d, cpu=cpu))
 
-    def two_running() -> dict[str, dict[str, object]] | None:
+    def two_running() -> dict[str, dict[str, Any]] | None:
         listed = pods(kube, namespace)
         return listed if sum(phase(p) == "Running" for p in listed.values()) == 2 else None
 
@@ -179,8 +180,8 @@ def test_e_observed_equals_allocated_and_predicted_equals_observed(
         )  # fmt: skip
     _settled(kube, d, namespace, set(shapes))
     listed = pods(kube, namespace)
-    assert OBSERVED_PLACEMENT not in annotations(listed["burstable"])
-    assert annotations(listed["burstable"])[OBSERVED_MEMORY_GROUPS] == "[]"
+    assert OBSERVED_PLACEMENT not in annotations_of(listed["burstable"])
+    assert annotations_of(listed["burstable"])[OBSERVED_MEMORY_GROUPS] == "[]"
     assert _observed_zones(listed["gpu-only"]) and all(
         set(a) == {"nvidia.com/gpu"} for a in _observed_zones(listed["gpu-only"]).values()
     )

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from exporter.annotations import OBSERVED_PLACEMENT
 from exporter.kubeclient import KubeClient
 from tests.e2e.cluster import (
-    annotations,
+    annotations_of,
     create,
     figures,
     holding,
@@ -66,7 +67,7 @@ def test_d_nrt_lag_on_unevenly_used_nodes(
     def anchored() -> bool:
         listed = pods(kube, namespace)
         return all(
-            phase(listed[a]) == "Running" and OBSERVED_PLACEMENT in annotations(listed[a])
+            phase(listed[a]) == "Running" and OBSERVED_PLACEMENT in annotations_of(listed[a])
             for a in anchors
         ) and all(nrt_converged(kube, p, listed.values()) for p in d.profiles)
 
@@ -86,7 +87,7 @@ def test_d_nrt_lag_on_unevenly_used_nodes(
         )
         time.sleep(ARRIVAL_GAP_S)  # pacing the arrivals, not waiting for an outcome
 
-    def finished() -> dict[str, dict[str, object]] | None:
+    def finished() -> dict[str, dict[str, Any]] | None:
         listed = pods(kube, namespace)
         done = all(phase(listed[n]) in ("Succeeded", "Failed") for n in workload)
         return listed if done else None

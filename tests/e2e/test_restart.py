@@ -5,13 +5,14 @@ the rebuilt simulator holds."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from exporter.annotations import OBSERVED_MEMORY_GROUPS
 from exporter.kubeclient import KubeClient
 from tests.e2e.cluster import (
-    annotations,
+    annotations_of,
     create,
     double_allocations,
     holding,
@@ -62,7 +63,7 @@ def test_f_controller_killed_and_restarted_mid_burst(
 
     everyone = {n for n, *_ in FIRST + SECOND}
 
-    def converged() -> dict[str, dict[str, object]] | None:
+    def converged() -> dict[str, dict[str, Any]] | None:
         listed = pods(kube, namespace)
         if set(listed) != everyone:
             return None
@@ -71,7 +72,7 @@ def test_f_controller_killed_and_restarted_mid_burst(
         if any(phase(p) == "Pending" and node_of(p) for p in listed.values()):
             return None
         if any(
-            phase(p) == "Running" and OBSERVED_MEMORY_GROUPS not in annotations(p)
+            phase(p) == "Running" and OBSERVED_MEMORY_GROUPS not in annotations_of(p)
             for p in listed.values()
         ):
             return None
