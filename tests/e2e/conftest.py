@@ -14,8 +14,6 @@ from tests.e2e.cluster import unique
 from tests.e2e.deployment import Deployment, ProcessDeployment, Topology
 from tests.e2e.schedulers import RECONSTRUCTION, REFERENCE_MODES, SchedulerUnderTest, from_options
 
-pytestmark = pytest.mark.controlplane
-
 DeployFn = Callable[[Topology], Deployment]
 
 
@@ -24,9 +22,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     default mode, or every mode for tests marked ``every_reference_mode``."""
     if "scheduler" not in metafunc.fixturenames:
         return
-    custom = from_options(metafunc.config)
+    custom = from_options(
+        name=metafunc.config.getoption("--scheduler-name"),
+        command=metafunc.config.getoption("--scheduler-command"),
+        reason=metafunc.config.getoption("--scheduler-reason"),
+    )
     if custom is not None:
-        chosen: tuple[SchedulerUnderTest, ...] = custom
+        chosen: tuple[SchedulerUnderTest, ...] = (custom,)
     elif metafunc.definition.get_closest_marker("every_reference_mode"):
         chosen = REFERENCE_MODES
     else:

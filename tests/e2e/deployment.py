@@ -116,6 +116,12 @@ class _Process:
         if self.proc is None:
             return
         self.signal(signal.SIGTERM)
+        self.wait()
+
+    def wait(self) -> None:
+        """Wait for the process to exit; SIGKILL it after a bounded wait."""
+        if self.proc is None:
+            return
         try:
             self.proc.wait(timeout=_STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -269,8 +275,12 @@ class ProcessDeployment:
         self._wait_nodes()
 
     def stop(self) -> None:
-        for proc in reversed(self._others):
-            proc.stop()
+        # The scheduler and the exporters in parallel (an exporter may take seconds to
+        # drain), then the controller.
+        for proc in self._others:
+            proc.signal(signal.SIGTERM)
+        for proc in self._others:
+            proc.wait()
         if self._controller is not None:
             self._controller.stop()  # --remove-on-exit: the nodes go with it
         shutil.rmtree(self.workdir, ignore_errors=True)

@@ -8,6 +8,7 @@ it with any scheduler a user starts from a command line (docs/e2e.md).
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 from collections.abc import Mapping
@@ -112,19 +113,20 @@ def add_options(parser: pytest.Parser) -> None:
     )
 
 
-def from_options(config: pytest.Config) -> tuple[SchedulerUnderTest, ...] | None:
-    """The user's scheduler, or None when the options leave the reference modes."""
-    name = config.getoption("--scheduler-name")
-    command = config.getoption("--scheduler-command")
+def from_options(
+    *, name: str | None, command: str | None, reason: str
+) -> SchedulerUnderTest | None:
+    """The user's scheduler from the three options, or None when neither name nor command
+    is given (the reference modes run). Raises pytest.UsageError for one without the
+    other, an empty one or a reason that is not a regular expression."""
     if name is None and command is None:
         return None
     if not name or not command:
         raise pytest.UsageError("--scheduler-name and --scheduler-command go together")
-    return (
-        SchedulerUnderTest(
-            id=f"custom-{name}",
-            name=str(name),
-            command=str(command),
-            reason=str(config.getoption("--scheduler-reason")),
-        ),
-    )
+    try:
+        re.compile(reason)
+    except re.error as exc:
+        raise pytest.UsageError(f"--scheduler-reason {reason!r}: {exc}") from None
+    scheduler = SchedulerUnderTest(id=f"custom-{name}", name=name, command=command, reason=reason)
+    scheduler.argv(kubeconfig=Path("k"), node_selector="s", workdir=Path("w"))  # placeholders
+    return scheduler
