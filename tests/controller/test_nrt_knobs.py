@@ -12,6 +12,7 @@ from kubernetes import client
 from exporter.kubeclient import KubeClient
 from exporter.kubeerrors import NotFound
 from fakenrt.controller.pods import RUN_DURATION_ANNOTATION
+from fakenrt.controller.writers import nrt_path
 from fakenrt.nrt import fingerprint
 from fakenrt.nrt.fingerprint import ATTRIBUTE
 from tests.controller.conftest import make_profiles, two_numa_profile, unique
@@ -106,3 +107,30 @@ def test_topology_policies_optional(
     else:
         assert "topologyPolicies" not in nrt
     assert {"name": "topologyManagerPolicy", "value": "single-numa-node"} in nrt["attributes"]
+
+
+@pytest.mark.parametrize("terminated_counted", [True, False], ids=["old-kubelet", "current"])
+def test_terminated_pods_stay_fingerprinted_across_a_restart(
+    *, kube: KubeClient, namespace: str, terminated_counted: bool
+) -> None:
+    """A restarted controller rebuilds the fingerprint from the API: a Succeeded pod that
+    held exclusive resources (its recorded allocation says so) is in it again under an old
+    kubelet; a Succeeded pod that held nothing exclusive never is."""
+    (profile,) = make_profiles(_node())
+    node = profile.name
+    finish = {RUN_DURATION_ANNOTATION: "1s"}
+    with running(kube, [profile], nrt_fingerprint_terminated_pods=terminated_counted):
+        create_pod(kube, pod("done", node, namespace=namespace, cpu="1", annotations=finish))
+        create_pod(
+            kube,
+            pod("shared", node, namespace=namespace, cpu="1", guaranteed=False, annotations=finish),
+        )
+        wait_for(phase_of(kube, namespace, "done", "Succeeded"), what="done Succeeded")
+        wait_for(phase_of(kube, namespace, "shared", "Succeeded"), what="shared Succeeded")
+    expected = fingerprint({(namespace, "done")} if terminated_counted else set())
+    kube.delete(nrt_path(node))  # the restarted controller must write it from scratch
+    with running(kube, [profile], nrt_fingerprint_terminated_pods=terminated_counted):
+        wait_for(
+            lambda: _fingerprint_of(get_nrt(kube, node)) == expected,
+            what="fingerprint rebuilt after the restart",
+        )
