@@ -74,7 +74,9 @@ def test_d_nrt_lag_on_unevenly_used_nodes(
     wait_for(anchored, deployment=d, timeout=60, what="anchors observed and published")
 
     workload = [f"w{i:02d}-{cores}c" for i, cores in enumerate(ARRIVALS)]
+    peak_pending = 0
     for name, cores in zip(workload, ARRIVALS, strict=True):
+        peak_pending = max(peak_pending, figures(pods(kube, namespace).values()).pending)
         create(
             kube,
             workload_pod(
@@ -95,7 +97,7 @@ def test_d_nrt_lag_on_unevenly_used_nodes(
     listed = wait_for(finished, deployment=d, timeout=240, what="every workload pod finished")
     result = figures(listed[n] for n in workload)
     with capsys.disabled():
-        print(f"\n[e2e d] {result.line(scheduler.id)}")
+        print(f"\n[e2e d] {result.line(scheduler.id)} (Pending at most {peak_pending} meanwhile)")
     assert result.submitted == len(ARRIVALS)
     assert result.bound == result.submitted and result.pending == 0
     assert observation_mismatches(listed.values(), {p.name: p for p in d.profiles}) == []
