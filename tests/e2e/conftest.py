@@ -15,6 +15,8 @@ from tests.e2e.deployment import Deployment, ProcessDeployment, Topology
 from tests.e2e.schedulers import RECONSTRUCTION, REFERENCE_MODES, SchedulerUnderTest, from_options
 
 DeployFn = Callable[[Topology], Deployment]
+#: (topology, scheduler under test, controller name) -> a deployment not started yet
+BackendFn = Callable[[Topology, SchedulerUnderTest, str], Deployment]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -42,12 +44,25 @@ def kube(control_plane: ControlPlane) -> KubeClient:
 
 
 @pytest.fixture
+def backend(kube: KubeClient, control_plane: ControlPlane, nrt_crd: list[str]) -> BackendFn:
+    """How a deployment is made: every component a local process on the suite's control
+    plane. (An in-cluster backend overrides this fixture.)"""
+
+    def make(topology: Topology, scheduler: SchedulerUnderTest, controller_name: str) -> Deployment:
+        return ProcessDeployment(
+            kube=kube,
+            kubeconfig=control_plane.kubeconfig,
+            topology=topology,
+            scheduler=scheduler,
+            controller_name=controller_name,
+        )
+
+    return make
+
+
+@pytest.fixture
 def deploy(
-    kube: KubeClient,
-    control_plane: ControlPlane,
-    scheduler: SchedulerUnderTest,
-    nrt_crd: list[str],
-    namespace: str,
+    kube: KubeClient, backend: BackendFn, scheduler: SchedulerUnderTest, namespace: str
 ) -> Iterator[DeployFn]:
     """Start a deployment of the given topology with the scheduler under test. After the
     test the pods of ``namespace`` are deleted at once (the control plane runs no namespace
@@ -56,13 +71,7 @@ def deploy(
     started: list[Deployment] = []
 
     def start(topology: Topology) -> Deployment:
-        deployment = ProcessDeployment(
-            kube=kube,
-            kubeconfig=control_plane.kubeconfig,
-            topology=topology,
-            scheduler=scheduler,
-            controller_name=unique("e2e"),
-        )
+        deployment = backend(topology, scheduler, unique("e2e"))
         started.append(deployment)
         deployment.start()
         return deployment
