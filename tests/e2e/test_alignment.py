@@ -26,7 +26,7 @@ from tests.e2e.cluster import (
     workload_pod,
 )
 from tests.e2e.deployment import Deployment, Topology
-from tests.e2e.topologies import two_zone_node
+from tests.e2e.topologies import lopsided_gpu_node, two_zone_node
 
 pytestmark = pytest.mark.controlplane
 DeployFn = Callable[[Topology], Deployment]
@@ -63,39 +63,35 @@ def _by_name(deployment: Deployment) -> dict[str, NodeProfile]:
 def test_a_gpu_and_cpu_pods_run_only_where_alignable(
     deploy: DeployFn, kube: KubeClient, namespace: str
 ) -> None:
-    """single-numa-node, zones of 4 CPUs and 2 GPUs: pods whose GPUs and CPUs fit one zone
-    run, each inside one zone; pods the whole node could hold but no zone can stay Pending
-    unbound - never sent to a kubelet that would refuse them."""
-    d = deploy(Topology(nodes=(two_zone_node(policy="single-numa-node", gpus=2),)))
-    want: dict[str, dict[str, Any]] = {
-        "fits-a": {"cpu": "3", "gpus": 2},
-        "fits-b": {"cpu": "1", "gpus": 1},
-        "gpus-wider-than-a-zone": {"cpu": "1", "gpus": 3},
-        "cpus-wider-than-a-zone": {"cpu": "5", "gpus": 0},
-    }
-    # The pods no zone can hold first, while the whole node could hold either of them (so
-    # the reason is the plugin's, not "Insufficient ..."); then the ones that fit.
-    for name in ("gpus-wider-than-a-zone", "cpus-wider-than-a-zone", "fits-a", "fits-b"):
-        r = want[name]
-        create(
-            kube,
-            workload_pod(
-                name, namespace=namespace, deployment=d, cpu=str(r["cpu"]), gpus=int(r["gpus"])
-            ),
-        )
-        if not name.startswith("fits"):
-            wait_unschedulable(kube, d, namespace, name)
-    _settled(kube, d, namespace, {"fits-a", "fits-b"})
+    """Two single-numa-node nodes with 4 GPUs each: "split" has 2 per zone, "lopsided" all 4
+    in zone 0. Every pod runs inside one zone; a pod of 3 GPUs runs only on "lopsided"
+    although both nodes have the GPUs; a pod of 5 CPUs (4 per zone) fits no zone and stays
+    Pending unbound - never sent to a kubelet that would refuse it."""
+    split = two_zone_node(policy="single-numa-node", gpus=2)
+    lopsided = lopsided_gpu_node(policy="single-numa-node")
+    d = deploy(Topology(nodes=(split, lopsided)))
+
+    def submit(name: str, cpu: str, gpus: int) -> None:
+        create(kube, workload_pod(name, namespace=namespace, deployment=d, cpu=cpu, gpus=gpus))
+
+    submit("three-gpus", "1", 3)
+    # Every node could hold it as a whole (so the reason is the plugin's, not
+    # "Insufficient cpu"); no zone can.
+    submit("five-cpus", "5", 0)
+    wait_unschedulable(kube, d, namespace, "five-cpus")
+    submit("two-gpus", "3", 2)
+    submit("one-gpu", "1", 1)
+    running = {"three-gpus": (1, 3), "two-gpus": (3, 2), "one-gpu": (1, 1)}
+    _settled(kube, d, namespace, set(running))
     listed = pods(kube, namespace)
-    for name in ("fits-a", "fits-b"):
+    assert node_of(listed["three-gpus"]) == lopsided["name"]
+    assert node_of(listed["two-gpus"]) == split["name"]  # lopsided has 1 GPU left
+    for name, (cpu, gpus) in running.items():
         zones = _observed_zones(listed[name])
         assert len(zones) == 1, (name, zones)
         (amount,) = zones.values()
-        assert amount["nvidia.com/gpu"] == str(want[name]["gpus"])
-        assert amount["cpu"] == str(want[name]["cpu"])
-    assert _observed_zones(listed["fits-a"]).keys() != _observed_zones(listed["fits-b"]).keys()
-    for name in ("gpus-wider-than-a-zone", "cpus-wider-than-a-zone"):
-        assert node_of(listed[name]) is None and phase(listed[name]) == "Pending"
+        assert amount["nvidia.com/gpu"] == str(gpus) and amount["cpu"] == str(cpu)
+    assert node_of(listed["five-cpus"]) is None and phase(listed["five-cpus"]) == "Pending"
     assert not any(rejected(p) for p in listed.values())
 
 

@@ -34,3 +34,15 @@ def two_zone_node(
     if nrt is not None:
         node["nrt"] = nrt
     return node
+
+
+def lopsided_gpu_node(*, policy: str, prefix: str = "e2e") -> dict[str, Any]:
+    """Two zones of 4 CPUs and 8Gi; all 4 GPUs in zone 0."""
+    return {
+        "name": unique(prefix),
+        "kubelet": {"topologyManagerPolicy": policy},
+        "zones": [
+            {"id": 0, "cpus": "0-3", "memory": "8Gi", "devices": {"nvidia.com/gpu": 4}},
+            {"id": 1, "cpus": "4-7", "memory": "8Gi"},
+        ],
+    }
