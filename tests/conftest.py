@@ -17,12 +17,18 @@ from kubernetes import client
 
 from tests.controlplane.cluster import ControlPlane, binaries_dir
 from tests.controlplane.helpers import admin_client, ensure_namespace, install_crds
+from tests.e2e.schedulers import add_options as add_e2e_options
 
 # Properties assert behaviour, never wall time: no per-example deadline anywhere. In CI the
 # examples are derandomized, so a red run is reproducible from its log alone.
 settings.register_profile("default", deadline=None)
 settings.register_profile("ci", deadline=None, derandomize=True, database=None, print_blob=True)
 settings.load_profile("ci" if os.environ.get("CI") == "true" else "default")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Options must be registered by a conftest at the tests' root: the e2e suite's here."""
+    add_e2e_options(parser)
 
 
 @pytest.fixture(scope="session")

@@ -91,6 +91,21 @@ API_POOL_SIZE = 32
     help="Extra random delay, uniform in [0, jitter], per change and node.",
 )
 @click.option(
+    "--nrt-fingerprint-terminated-pods/--no-nrt-fingerprint-terminated-pods",
+    default=False,
+    show_default=True,
+    help="The NRT pod fingerprint also covers Succeeded/Failed pods still on the node, as "
+    "with a kubelet before 1.32 (default: the current kubelet, which leaves them out). "
+    "A profile's nrt.fingerprintTerminatedPods overrides it per node.",
+)
+@click.option(
+    "--nrt-topology-policies/--no-nrt-topology-policies",
+    default=True,
+    show_default=True,
+    help="Write the deprecated NRT topologyPolicies field. A profile's "
+    "nrt.topologyPolicies overrides it per node.",
+)
+@click.option(
     "--nrt-refresh",
     type=DURATION,
     default=60.0,
@@ -260,6 +275,8 @@ def run(kube: Any, **options: Any) -> None:
             nrt_delay=options["nrt_delay"],
             nrt_jitter=options["nrt_jitter"],
             nrt_refresh=options["nrt_refresh"],
+            nrt_fingerprint_terminated_pods=options["nrt_fingerprint_terminated_pods"],
+            nrt_topology_policies=options["nrt_topology_policies"],
             default_run_duration=options["default_run_duration"],
             lease_duration=options["lease_duration"],
             lease_renew_interval=options["lease_renew_interval"],

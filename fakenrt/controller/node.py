@@ -46,7 +46,7 @@ from fakenrt.kubelet.allocation import UNEXPECTED_ADMISSION_ERROR, PodAllocation
 from fakenrt.kubelet.allocation_codec import decode_allocation, encode_allocation
 from fakenrt.kubelet.node import NodeState
 from fakenrt.nrt import render_nrt
-from fakenrt.nrt.loaded import exclusive_pods, foreign_pods, node_allocations
+from fakenrt.nrt.loaded import exclusive_pods, foreign_pods, holds_exclusive, node_allocations
 from fakenrt.podspec import PodSpec
 from fakenrt.profiles.model import NodeProfile
 
@@ -75,6 +75,10 @@ class TrackedPod:
     admitted_at: float = 0.0
     started_at: float | None = None
     ip_host: int | None = None
+    #: The pod was admitted holding exclusive resources (stays True once it terminates:
+    #: a kubelet before 1.32 keeps such a pod in its podresources List, so in the NRT
+    #: fingerprint, until the pod is deleted).
+    held_exclusive: bool = False
 
     @property
     def holds(self) -> bool:
@@ -111,6 +115,17 @@ class NodeModel:
         delay = settings.nrt_delay if profile.nrt_delay is None else profile.nrt_delay
         jitter = settings.nrt_jitter if profile.nrt_jitter is None else profile.nrt_jitter
         self.lag: LagPipeline[NrtSnapshot] = LagPipeline(delay=delay, jitter=jitter, rng=self.rng)
+        # How the NRT is written: the profile's choice, else the controller's.
+        self.fingerprint_terminated_pods = (
+            settings.nrt_fingerprint_terminated_pods
+            if profile.nrt_fingerprint_terminated_pods is None
+            else profile.nrt_fingerprint_terminated_pods
+        )
+        self.topology_policies = (
+            settings.nrt_topology_policies
+            if profile.nrt_topology_policies is None
+            else profile.nrt_topology_policies
+        )
         self.pods: dict[str, TrackedPod] = {}
         # The pods standing for the profile's foreign `allocated` (controller/foreign.py).
         self.foreign: dict[str, PodSpec] = {spec.key: spec for spec, _ in foreign_pods(self.state)}
@@ -132,13 +147,24 @@ class NodeModel:
     # ---- snapshots -------------------------------------------------------------------
 
     def snapshot(self) -> NrtSnapshot:
-        return NrtSnapshot(
-            usage=self.state.zone_usage(),
-            pods=exclusive_pods(node_allocations(self.state)),
-        )
+        pods = list(exclusive_pods(node_allocations(self.state)))
+        if self.fingerprint_terminated_pods:
+            # kubelet < 1.32: terminated pods that held exclusive resources are still
+            # listed by podresources, so the topology exporter fingerprints them too.
+            pods += [
+                key
+                for key, tracked in self.pods.items()
+                if tracked.held_exclusive and not tracked.holds
+            ]
+        return NrtSnapshot(usage=self.state.zone_usage(), pods=tuple(sorted(pods)))
 
     def render(self, snapshot: NrtSnapshot) -> dict[str, Any]:
-        return render_nrt(self.profile, usage=snapshot.usage, pods=snapshot.pods)
+        return render_nrt(
+            self.profile,
+            usage=snapshot.usage,
+            pods=snapshot.pods,
+            topology_policies=self.topology_policies,
+        )
 
     def _changed(self, now: float) -> list[Effect]:
         """The node's allocations changed: serve them at once, publish them after the lag."""
@@ -172,7 +198,7 @@ class NodeModel:
         if pod.deleting:
             return self._terminate(pod, tracked, now)
         if tracked is None:
-            return [] if pod.terminal else self.admit(pod, now)
+            return self._remember_terminated(pod, now) if pod.terminal else self.admit(pod, now)
         if pod.terminal and tracked.holds:
             # Marked terminal by someone else (e.g. evicted through the API): release.
             tracked.stage = Stage.SUCCEEDED if pod.phase == "Succeeded" else Stage.REJECTED
@@ -180,6 +206,22 @@ class NodeModel:
             return self._release(tracked, now)
         tracked.pod = pod
         return []
+
+    def _remember_terminated(self, pod: ObservedPod, now: float) -> list[Effect]:
+        """A pod first seen terminated (e.g. after a restart). Under a kubelet before 1.32
+        it stays in the fingerprint until deleted if its recorded allocation held
+        exclusive resources; otherwise it is of no interest."""
+        if not self.fingerprint_terminated_pods or pod.allocation is None:
+            return []
+        try:
+            allocation = decode_allocation(pod.allocation, namespace=pod.namespace, name=pod.name)
+        except ValueError:
+            return []
+        if not holds_exclusive(allocation):
+            return []
+        stage = Stage.SUCCEEDED if pod.phase == "Succeeded" else Stage.REJECTED
+        self.pods[pod.key] = TrackedPod(pod, stage, held_exclusive=True)
+        return self._changed(now)
 
     def deleted(self, pod: ObservedPod, now: float) -> list[Effect]:
         """The Pod object is gone."""
@@ -198,7 +240,11 @@ class NodeModel:
         self._drop_timers(tracked.pod.key)
         if tracked.ip_host is not None:
             self._hosts_in_use.discard(tracked.ip_host)
-        return self._release(tracked, now) if tracked.holds else []
+        if tracked.holds:
+            return self._release(tracked, now)
+        if self.fingerprint_terminated_pods and tracked.held_exclusive:
+            return self._changed(now)  # the terminated pod leaves the fingerprint
+        return []
 
     def _terminate(self, pod: ObservedPod, tracked: TrackedPod | None, now: float) -> list[Effect]:
         """deletionTimestamp is set: stop the containers (release) and remove the pod."""
@@ -325,7 +371,13 @@ class NodeModel:
         self.admissions += 1
         sequence = pod.sequence if pod.sequence is not None else self._next_sequence
         self._next_sequence = max(self._next_sequence, sequence + 1)
-        tracked = TrackedPod(pod, Stage.STARTING, sequence=sequence, admitted_at=now)
+        tracked = TrackedPod(
+            pod,
+            Stage.STARTING,
+            sequence=sequence,
+            admitted_at=now,
+            held_exclusive=holds_exclusive(allocation),
+        )
         self.pods[pod.key] = tracked
         effects = self._changed(now)
         annotations: dict[str, str] = {}

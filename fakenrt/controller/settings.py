@@ -22,6 +22,12 @@ class ControllerSettings:
     #: A change to a node's state becomes visible in its NRT after delay + U(0, jitter).
     nrt_delay: float = 0.0
     nrt_jitter: float = 0.0
+    #: The NRT pod fingerprint also covers terminated (Succeeded / Failed) pods still on
+    #: the node, as from a kubelet before 1.32; a profile's ``nrt`` may override it.
+    nrt_fingerprint_terminated_pods: bool = False
+    #: Write the deprecated NRT ``topologyPolicies`` field; a profile's ``nrt`` may
+    #: override it.
+    nrt_topology_policies: bool = True
     #: Re-publish every node's NRT this often even when nothing changed (0: never).
     nrt_refresh: float = 60.0
     #: How long a pod runs before it Succeeds when it has no run-duration annotation

@@ -19,7 +19,8 @@ One object per node, named after it (the CRD is cluster-scoped):
   the pods it covers are exactly those counted in ``available`` (pods holding exclusive
   CPUs, memory, hugepages or devices), the set a scheduler computes when it sees that method.
 * ``topologyPolicies``: the deprecated single-value form of policy and scope (as the
-  noderesourcetopology-api helper ``topologypolicy.DetectTopologyPolicy`` maps them).
+  noderesourcetopology-api helper ``topologypolicy.DetectTopologyPolicy`` maps them); left
+  out with ``topology_policies=False`` (v1alpha2 does not require it).
 """
 
 from __future__ import annotations
@@ -72,14 +73,19 @@ def foreign_usage(profile: NodeProfile) -> dict[int, dict[str, int]]:
 
 
 def render_nrt(
-    profile: NodeProfile, *, usage: Usage | None, pods: Iterable[str] = ()
+    profile: NodeProfile,
+    *,
+    usage: Usage | None,
+    pods: Iterable[str] = (),
+    topology_policies: bool = True,
 ) -> dict[str, Any]:
     """The NodeResourceTopology object for ``profile``. Pure.
 
     ``usage`` is what pods hold per zone, the profile's foreign ``allocated`` included (the
     simulator's per-zone use); None means before any pod ran, i.e. only the foreign
-    ``allocated``. ``pods`` are the ``namespace/name`` keys of the pods counted in that
-    usage; they make the fingerprint. An amount above what a zone can give leaves
+    ``allocated``. ``pods`` are the ``namespace/name`` keys of the pods the fingerprint
+    covers: those counted in that usage (plus, for a kubelet before 1.32, the terminated
+    pods still on the node - the caller decides). An amount above what a zone can give leaves
     ``available`` at 0 rather than negative. Raises ValueError for a usage of a zone the
     profile does not have, or a pod key that is not ``namespace/name``.
     """
@@ -113,13 +119,12 @@ def render_nrt(
             }
         )
     kubelet = profile.kubelet
+    legacy = legacy_topology_policy(kubelet.topology_manager_policy, kubelet.topology_manager_scope)
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
         "metadata": {"name": profile.name},
-        "topologyPolicies": [
-            legacy_topology_policy(kubelet.topology_manager_policy, kubelet.topology_manager_scope)
-        ],
+        **({"topologyPolicies": [legacy]} if topology_policies else {}),
         "zones": zones,
         "attributes": [
             {"name": "topologyManagerPolicy", "value": kubelet.topology_manager_policy},

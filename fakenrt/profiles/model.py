@@ -151,6 +151,13 @@ class NodeProfile:
     #: ``cpu`` in millicores, ``memory`` in bytes, ``pods`` a count. They count in the
     #: whole-node fit check only.
     foreign_requests: Mapping[str, int] = field(default_factory=dict)
+    #: ``nrt.fingerprintTerminatedPods``: the NRT pod fingerprint also covers Succeeded /
+    #: Failed pods still bound to the node, as from a kubelet before 1.32 (whose
+    #: podresources List still reported them); None means the controller's setting.
+    nrt_fingerprint_terminated_pods: bool | None = None
+    #: ``nrt.topologyPolicies``: write the deprecated ``topologyPolicies`` field; None
+    #: means the controller's setting.
+    nrt_topology_policies: bool | None = None
 
     @property
     def zone_ids(self) -> tuple[int, ...]:

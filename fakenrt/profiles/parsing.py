@@ -72,7 +72,12 @@ _NODE_KEYS = (
     "name", "kubelet", "devices", "zones", "shape", "cpuTopology", "labels", "maxPods", "nrt",
     "foreignRequests",
 )  # fmt: skip
-_NRT_KEYS = ("delay", "jitter")
+_NRT_LAG_KEYS = ("delay", "jitter")
+_NRT_SWITCHES = {
+    "fingerprintTerminatedPods": "nrt_fingerprint_terminated_pods",
+    "topologyPolicies": "nrt_topology_policies",
+}
+_NRT_KEYS = (*_NRT_LAG_KEYS, *_NRT_SWITCHES)
 _KUBELET_KEYS = (
     "topologyManagerPolicy",
     "topologyManagerScope",
@@ -281,6 +286,7 @@ def _parse_node(raw: Mapping[str, object], name: str) -> NodeProfile:
         hugepages={z.id: z.hugepages for z in zones},
         topology=topology,
     )
+    switches = _parse_nrt_switches(raw.get("nrt", {}))
     profile = NodeProfile(
         name=name,
         kubelet=kubelet,
@@ -291,6 +297,8 @@ def _parse_node(raw: Mapping[str, object], name: str) -> NodeProfile:
         max_pods=integer(raw.get("maxPods", DEFAULT_MAX_PODS), "maxPods", minimum=1),
         foreign_requests=parse_foreign_requests(raw.get("foreignRequests", {})),
         **_parse_nrt_lag(raw.get("nrt", {})),
+        nrt_fingerprint_terminated_pods=switches["nrt_fingerprint_terminated_pods"],
+        nrt_topology_policies=switches["nrt_topology_policies"],
     )
     check_reserved_memory_totals(kubelet, node_reservation(profile))
     return profile
@@ -358,13 +366,26 @@ def _effective_cpu_reservation(
     return dataclasses.replace(kubelet, reserved_cpus=reserved, cpu_reservation_millis=millis)
 
 
+def _parse_nrt_switches(value: object) -> dict[str, bool | None]:
+    """``nrt: {fingerprintTerminatedPods: true, topologyPolicies: false}``: how this node's
+    NRT is written, overriding the controller's flags of the same meaning."""
+    raw = mapping(value, "nrt")
+    out: dict[str, bool | None] = {}
+    for key, attribute in _NRT_SWITCHES.items():
+        item = raw.get(key)
+        if item is not None and not isinstance(item, bool):
+            raise FieldError(child("nrt", key), f"expected true or false, got {describe(item)}")
+        out[attribute] = item
+    return out
+
+
 def _parse_nrt_lag(value: object) -> dict[str, float | None]:
     """``nrt: {delay: 2s, jitter: 500ms}``: this node's NRT publishing lag, overriding the
     controller's --nrt-delay / --nrt-jitter (durations as in those flags, or seconds)."""
     raw = mapping(value, "nrt")
     check_keys(raw, "nrt", _NRT_KEYS)
     out: dict[str, float | None] = {"nrt_delay": None, "nrt_jitter": None}
-    for key in _NRT_KEYS:
+    for key in _NRT_LAG_KEYS:
         if key not in raw:
             continue
         field = child("nrt", key)

@@ -196,3 +196,11 @@ def test_rendered_objects_follow_the_crd_schema(example: str) -> None:
     schema = _crd_schema()
     for profile in load_profiles(example_profile(example)):
         assert _check(render_nrt(profile, usage=None, pods=["a/b"]), schema, "nrt") == []
+
+
+def test_topology_policies_can_be_left_out() -> None:
+    (profile, *_) = load_profiles(example_profile("dgx"))
+    with_field = render_nrt(profile, usage=None)
+    without = render_nrt(profile, usage=None, topology_policies=False)
+    assert "topologyPolicies" not in without
+    assert {k: v for k, v in with_field.items() if k != "topologyPolicies"} == without

@@ -1,0 +1,393 @@
+"""What the scenarios do and check through the API: submit workload pods, read them back,
+count outcomes, and compare what the exporter observed with what the simulated kubelet
+allocated (the controller's ``fakenrt.io/allocation`` record on each pod)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from exporter.annotations import (
+    OBSERVED_MEMORY_GROUPS,
+    OBSERVED_PLACEMENT,
+    PREDICTED_PLACEMENT,
+    MemoryGroup,
+    ZonePlacement,
+    format_memory_groups,
+    format_placement,
+    parse_zone_name,
+    zone_name,
+)
+from exporter.kubeclient import KubeClient, path
+from exporter.kubeerrors import NotFound, Transient
+from fakenrt.controller.pods import ALLOCATION_ANNOTATION, RUN_DURATION_ANNOTATION
+from fakenrt.kubelet.allocation import PodAllocation
+from fakenrt.kubelet.allocation_codec import decode_allocation
+from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
+from fakenrt.profiles import NodeProfile
+from fakenrt.profiles.resources import zone_allocatable
+from tests.e2e.deployment import CONTROLLER_LABEL, Deployment
+
+T = TypeVar("T")
+TOPOLOGY_AFFINITY_ERROR = "TopologyAffinityError"
+FAKE_NODE_TAINT = "fakenrt.io/fake-node"
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def wait_for(
+    probe: Callable[[], T | None], *, deployment: Deployment, timeout: float, what: str
+) -> T:
+    """Poll ``probe`` until it returns something truthy; fail after ``timeout`` seconds with
+    the last value and the components' logs."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        try:
+            last = probe()
+        except Transient:  # the API server is busy: ask again
+            last = None
+        if last:
+            return last
+        time.sleep(0.2)
+    raise AssertionError(
+        f"timed out after {timeout}s waiting for {what}; last={last!r}\n" + deployment.diagnostics()
+    )
+
+
+def workload_pod(
+    name: str,
+    *,
+    namespace: str,
+    deployment: Deployment,
+    cpu: str,
+    memory: str = "256Mi",
+    gpus: int = 0,
+    guaranteed: bool = True,
+    run_duration: str | None = None,
+    node: str | None = None,
+) -> dict[str, Any]:
+    """A one-container pod for the scheduler under test (or bound to ``node`` directly),
+    restricted to the deployment's fake nodes (node selector and toleration, which a real
+    scheduler honours)."""
+    amounts: dict[str, str] = {"cpu": cpu, "memory": memory}
+    devices = {"nvidia.com/gpu": str(gpus)} if gpus else {}
+    resources = (
+        {"limits": amounts | devices}
+        if guaranteed
+        else {"requests": amounts | devices, "limits": devices}
+    )
+    spec: dict[str, Any] = {
+        "schedulerName": deployment.scheduler.name,
+        "nodeSelector": {CONTROLLER_LABEL: deployment.controller_name},
+        "tolerations": [{"key": FAKE_NODE_TAINT, "operator": "Exists", "effect": "NoSchedule"}],
+        "restartPolicy": "Never",
+        "containers": [
+            {"name": "main", "image": "registry.k8s.io/pause:3.10", "resources": resources}
+        ],
+    }
+    if node is not None:
+        spec["nodeName"] = node
+    annotations = {RUN_DURATION_ANNOTATION: run_duration} if run_duration else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+        "spec": spec,
+    }
+
+
+def create(kube: KubeClient, pod: Mapping[str, Any]) -> None:
+    ns = pod["metadata"]["namespace"]
+    kube.create(path("api", "v1", "namespaces", ns, "pods"), dict(pod), what="create pod")
+
+
+def pods(kube: KubeClient, namespace: str) -> dict[str, dict[str, Any]]:
+    items, _ = kube.list_all(path("api", "v1", "namespaces", namespace, "pods"), what="list pods")
+    return {p["metadata"]["name"]: p for p in items}
+
+
+def phase(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+def node_of(pod: Mapping[str, Any]) -> str | None:
+    return (pod.get("spec") or {}).get("nodeName") or None
+
+
+def annotations_of(pod: Mapping[str, Any]) -> dict[str, str]:
+    return dict((pod.get("metadata") or {}).get("annotations") or {})
+
+
+def rejected(pod: Mapping[str, Any]) -> bool:
+    """Refused by the (simulated) kubelet's Topology Manager."""
+    status = pod.get("status") or {}
+    return phase(pod) == "Failed" and status.get("reason") == TOPOLOGY_AFFINITY_ERROR
+
+
+def failed_scheduling_messages(kube: KubeClient, namespace: str, pod: str) -> list[str]:
+    items, _ = kube.list_all(
+        path("api", "v1", "namespaces", namespace, "events"),
+        what="list events",
+        fieldSelector=f"involvedObject.name={pod},reason=FailedScheduling",
+    )
+    return [str(e.get("message") or "") for e in items]
+
+
+def wait_unschedulable(
+    kube: KubeClient, deployment: Deployment, namespace: str, pod: str, *, timeout: float = 60
+) -> str:
+    """Until the scheduler under test reports ``pod`` unschedulable for a NUMA reason;
+    return that message."""
+    pattern = re.compile(deployment.scheduler.reason)
+
+    def probe() -> str | None:
+        for message in failed_scheduling_messages(kube, namespace, pod):
+            if pattern.search(message):
+                return message
+        return None
+
+    return wait_for(
+        probe,
+        deployment=deployment,
+        timeout=timeout,
+        what=f"a FailedScheduling event of {pod} matching {pattern.pattern!r}",
+    )
+
+
+@dataclass(frozen=True)
+class Figures:
+    """Outcome counts of a workload, as the lead reports them."""
+
+    submitted: int
+    bound: int
+    ran: int
+    running: int
+    topology_affinity_errors: int
+    pending: int
+
+    def line(self, label: str) -> str:
+        return (
+            f"{label}: submitted={self.submitted} bound={self.bound} "
+            f"Running-or-completed={self.ran} Running-now={self.running} "
+            f"TopologyAffinityErrors={self.topology_affinity_errors} Pending={self.pending}"
+        )
+
+
+def figures(listed: Iterable[Mapping[str, Any]]) -> Figures:
+    items = list(listed)
+    return Figures(
+        submitted=len(items),
+        bound=sum(1 for p in items if node_of(p)),
+        ran=sum(1 for p in items if phase(p) in ("Running", "Succeeded")),
+        running=sum(1 for p in items if phase(p) == "Running"),
+        topology_affinity_errors=sum(1 for p in items if rejected(p)),
+        pending=sum(1 for p in items if not node_of(p)),
+    )
+
+
+# ---- observed vs simulated ----------------------------------------------------------
+
+
+def allocation_of(pod: Mapping[str, Any]) -> PodAllocation | None:
+    """The simulated kubelet's allocation recorded on the pod, if any."""
+    raw = annotations_of(pod).get(ALLOCATION_ANNOTATION)
+    if raw is None:
+        return None
+    meta = pod["metadata"]
+    return decode_allocation(raw, namespace=meta["namespace"], name=meta["name"])
+
+
+def expected_observation(profile: NodeProfile, allocation: PodAllocation) -> tuple[str, str]:
+    """The observed placement and memory groups the simulator's allocation amounts to, in
+    the exporter's annotation format (interfaces.md)."""
+    zone_of_cpu = {cpu: z.id for z in profile.zones for cpu in z.cpus}
+    zone_of_device = {
+        (name, dev): z.id for z in profile.zones for name, ds in z.devices.items() for dev in ds.ids
+    }
+    per_zone: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    groups: dict[frozenset[int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for container in allocation.containers:
+        for cpu in container.cpus:
+            per_zone[zone_of_cpu[cpu]]["cpu"] += 1
+        for name, ids in container.devices.items():
+            for dev in ids:
+                if (name, dev) in zone_of_device:
+                    per_zone[zone_of_device[(name, dev)]][name] += 1
+        for block in container.memory:
+            if len(block.numa) == 1:
+                per_zone[next(iter(block.numa))][block.type] += block.size
+            groups[block.numa][block.type] += block.size
+    placement = format_placement(ZonePlacement(z, dict(a)) for z, a in per_zone.items())
+    memory = format_memory_groups(MemoryGroup(n, dict(a)) for n, a in groups.items())
+    return placement, memory
+
+
+def holding(listed: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Pods that hold resources on a node: bound, admitted (allocation recorded), not
+    terminal."""
+    return [
+        p
+        for p in listed
+        if node_of(p) and phase(p) in ("Pending", "Running") and allocation_of(p) is not None
+    ]
+
+
+def observation_mismatches(
+    listed: Iterable[Mapping[str, Any]], profiles: Mapping[str, NodeProfile]
+) -> list[str]:
+    """Every Running pod on the deployment's nodes whose observed annotations differ from
+    the simulator's allocation (empty: all agree). A pod with nothing aligned must carry
+    no observed placement and ``[]`` memory groups."""
+    problems: list[str] = []
+    for pod in listed:
+        node = node_of(pod)
+        if phase(pod) != "Running" or node is None or node not in profiles:
+            continue
+        name = pod["metadata"]["name"]
+        allocation = allocation_of(pod)
+        if allocation is None:
+            problems.append(f"{name}: Running without a recorded allocation")
+            continue
+        placement, memory = expected_observation(profiles[node], allocation)
+        got = annotations_of(pod)
+        want_placement = None if placement == "[]" else placement
+        if got.get(OBSERVED_PLACEMENT) != want_placement:
+            problems.append(
+                f"{name}: observed {got.get(OBSERVED_PLACEMENT)!r}, allocated {want_placement!r}"
+            )
+        if got.get(OBSERVED_MEMORY_GROUPS) != memory:
+            problems.append(
+                f"{name}: observed groups {got.get(OBSERVED_MEMORY_GROUPS)!r}, allocated {memory!r}"
+            )
+    return problems
+
+
+def _comparable(raw: str, *, memory: bool) -> list[dict[str, Any]]:
+    entries = []
+    for entry in json.loads(raw):
+        amount = {r: a for r, a in entry["amount"].items() if memory or not _memory(r)}
+        if amount:
+            entries.append({"zone": entry["zone"], "amount": amount})
+    return entries
+
+
+def prediction_mismatches(listed: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Running pods whose scheduler-written predicted placement differs from the observed
+    one (pods without a prediction - a scheduler that writes none - are not compared).
+
+    Memory is compared only for pods whose memory sits in single-NUMA blocks: the observed
+    placement leaves a multi-NUMA group's memory out of its zones (it is in the memory
+    groups annotation), while the reference scheduler's prediction spreads it over them.
+    """
+    problems: list[str] = []
+    for pod in listed:
+        got = annotations_of(pod)
+        if phase(pod) != "Running" or PREDICTED_PLACEMENT not in got:
+            continue
+        observed = got.get(OBSERVED_PLACEMENT, "[]")
+        groups = json.loads(got.get(OBSERVED_MEMORY_GROUPS) or "[]") or []
+        memory = all(len(g["memoryNodes"]) == 1 for g in groups)
+        if _comparable(got[PREDICTED_PLACEMENT], memory=memory) != _comparable(
+            observed, memory=memory
+        ):
+            problems.append(
+                f"{pod['metadata']['name']}: predicted {got[PREDICTED_PLACEMENT]} "
+                f"observed {observed}"
+            )
+    return problems
+
+
+def double_allocations(listed: Iterable[Mapping[str, Any]]) -> list[str]:
+    """CPUs or devices held by two pods of the same node at once."""
+    owner: dict[tuple[str, str, str], str] = {}
+    problems: list[str] = []
+    for pod in holding(listed):
+        allocation = allocation_of(pod)
+        assert allocation is not None
+        node = str(node_of(pod))
+        name = pod["metadata"]["name"]
+        for container in allocation.containers:
+            ids = [("cpu", str(c)) for c in container.cpus] + [
+                (res, dev) for res, devs in container.devices.items() for dev in devs
+            ]
+            for res, ident in ids:
+                key = (node, res, ident)
+                if key in owner and owner[key] != name:
+                    problems.append(f"{node} {res} {ident}: held by {owner[key]} and {name}")
+                owner[key] = name
+    return problems
+
+
+def nrt_available(kube: KubeClient, node: str) -> dict[str, dict[str, int]]:
+    """zone name -> resource -> NRT ``available``."""
+    nrt = kube.get(path("apis", NRT_GROUP, NRT_VERSION, NRT_PLURAL, node))
+    return {
+        z["name"]: {r["name"]: int(r["available"]) for r in z.get("resources") or []}
+        for z in nrt.get("zones") or []
+    }
+
+
+def expected_available(
+    profile: NodeProfile, listed: Iterable[Mapping[str, Any]]
+) -> dict[str, dict[str, int]]:
+    """What NRT ``available`` must converge to for CPUs and devices: each zone's
+    allocatable minus the profile's foreign use and the allocations of the pods holding
+    resources on the node. (Memory is left out: the simulator splits a multi-NUMA group's
+    memory among its zones, which no observed annotation shows.)"""
+    allocatable = zone_allocatable(profile)
+    used: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for zone in profile.zones:
+        for res, amount in zone.allocated.items():
+            used[zone.id][res] += amount
+    for pod in holding(listed):
+        if node_of(pod) != profile.name:
+            continue
+        allocation = allocation_of(pod)
+        assert allocation is not None
+        placement, _ = expected_observation(profile, allocation)
+        for entry in json.loads(placement):
+            zone_id = parse_zone_name(entry["zone"])
+            for res, amount in entry["amount"].items():
+                used[zone_id][res] += int(amount)
+    return {
+        zone_name(z.id): {
+            res: max(0, amount - used[z.id].get(res, 0))
+            for res, amount in allocatable[z.id].items()
+            if not _memory(res)
+        }
+        for z in profile.zones
+    }
+
+
+def _memory(resource: str) -> bool:
+    return resource == "memory" or resource.startswith("hugepages-")
+
+
+def nrt_converged(
+    kube: KubeClient, profile: NodeProfile, listed: Iterable[Mapping[str, Any]]
+) -> bool:
+    """The node's NRT ``available`` for CPUs and devices equals what its pods hold."""
+    published = {
+        zone: {res: n for res, n in amounts.items() if not _memory(res)}
+        for zone, amounts in nrt_available(kube, profile.name).items()
+    }
+    return published == expected_available(profile, listed)
+
+
+def not_found_is_none(probe: Callable[[], T]) -> Callable[[], T | None]:
+    def wrapped() -> T | None:
+        try:
+            return probe()
+        except NotFound:
+            return None
+
+    return wrapped

@@ -1,0 +1,294 @@
+"""How the components under test run: the seam between the scenarios and a backend.
+
+A scenario describes fake nodes (:class:`Topology`) and talks to the cluster only through
+the API; a :class:`Deployment` makes the components exist - the fakenrt controller (fake
+nodes, NRT, simulated admission, a podresources socket and sysfs per node), one real
+``numa-exporter run`` per fake node, and the scheduler under test - and can kill and
+restart the controller. :class:`ProcessDeployment` runs them as local processes against
+the suite's control plane; an in-cluster backend (manifests on Kind) implements the same
+protocol.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+
+from exporter.kubeclient import KubeClient, path
+from exporter.kubeerrors import Transient
+from fakenrt.controller.endpoints import socket_path, sysfs_root
+from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
+from fakenrt.profiles import NodeProfile, parse_profiles
+from tests.e2e.schedulers import FAKENRT, SchedulerUnderTest
+
+REPO = Path(__file__).resolve().parents[2]
+CONTROLLER_LABEL = "fakenrt.io/controller"
+_STOP_TIMEOUT_S = 20.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Topology:
+    """The fake nodes of a scenario and the controller settings they run under."""
+
+    #: Raw profile nodes (docs/profiles.md), names unique in the cluster.
+    nodes: tuple[Mapping[str, Any], ...]
+    #: Extra ``fakenrt controller`` options, e.g. ``("--nrt-delay", "2s")``.
+    controller_args: tuple[str, ...] = ()
+
+    def profiles(self) -> tuple[NodeProfile, ...]:
+        return parse_profiles({"nodes": [dict(n) for n in self.nodes]}, source="e2e topology")
+
+
+class Deployment(Protocol):
+    """The components of one scenario, running somewhere."""
+
+    #: Value of the ``fakenrt.io/controller`` label on this deployment's nodes.
+    controller_name: str
+    scheduler: SchedulerUnderTest
+    profiles: tuple[NodeProfile, ...]
+
+    def start(self) -> None:
+        """Start everything; return once every node is Ready with an NRT and every
+        exporter and the scheduler run."""
+
+    def stop(self) -> None:
+        """Stop everything and remove the deployment's nodes."""
+
+    def kill_controller(self) -> None:
+        """SIGKILL the controller (no cleanup, as a crash or OOM kill)."""
+
+    def restart_controller(self) -> None:
+        """Start the controller again after :meth:`kill_controller`."""
+
+    def diagnostics(self) -> str:
+        """Recent logs of every component, for a failing assertion's message."""
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class _Process:
+    name: str
+    argv: list[str]
+    log: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, env: Mapping[str, str]) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=REPO,
+                env=dict(env),
+                start_new_session=True,
+            )
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def signal(self, signum: int) -> None:
+        if self.alive():
+            assert self.proc is not None
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signum)
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL after a bounded wait."""
+        if self.proc is None:
+            return
+        self.signal(signal.SIGTERM)
+        self.wait()
+
+    def wait(self) -> None:
+        """Wait for the process to exit; SIGKILL it after a bounded wait."""
+        if self.proc is None:
+            return
+        try:
+            self.proc.wait(timeout=_STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.signal(signal.SIGKILL)
+            self.proc.wait(timeout=_STOP_TIMEOUT_S)
+
+    def kill(self) -> None:
+        if self.proc is None:
+            return
+        self.signal(signal.SIGKILL)
+        self.proc.wait(timeout=_STOP_TIMEOUT_S)
+
+    def tail(self, chars: int = 3000) -> str:
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return (
+            f"--- {self.name} (exit {self.proc.poll() if self.proc else None}):\n" + (text[-chars:])
+        )
+
+
+@dataclass
+class ProcessDeployment:
+    """Every component as a local process, against one API server (admin kubeconfig)."""
+
+    kube: KubeClient
+    kubeconfig: Path
+    topology: Topology
+    scheduler: SchedulerUnderTest
+    controller_name: str
+    ready_timeout_s: float = 60.0
+    profiles: tuple[NodeProfile, ...] = ()
+    # Unix socket paths are limited to 107 bytes: keep the state directory short.
+    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="e2e-", dir="/tmp")))
+    _controller: _Process | None = None
+    _others: list[_Process] = field(default_factory=list)
+
+    @property
+    def state_dir(self) -> Path:
+        return self.workdir / "s"
+
+    def _env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "NODE_NAME")}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+        return env
+
+    def start(self) -> None:
+        self.profiles = self.topology.profiles()
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> None:
+        profile_file = self.workdir / "profiles.yaml"
+        profile_file.write_text(yaml.safe_dump({"nodes": [dict(n) for n in self.topology.nodes]}))
+        self._controller = _Process(
+            "controller",
+            [
+                *_fakenrt(),
+                "controller",
+                "--kubeconfig", str(self.kubeconfig),
+                "--profile", str(profile_file),
+                "--state-dir", str(self.state_dir),
+                "--controller-name", self.controller_name,
+                "--remove-on-exit",
+                "--workers", "4",
+                *self.topology.controller_args,
+            ],
+            self.workdir / "controller.log",
+        )  # fmt: skip
+        self._controller.start(self._env())
+        self._wait_nodes()
+        for profile in self.profiles:
+            exporter = _Process(
+                f"exporter {profile.name}",
+                [
+                    sys.executable, "-c", "from exporter.cli import main; main()", "run",
+                    "--node-name", profile.name,
+                    "--podresources-socket", str(socket_path(self.state_dir, profile.name)),
+                    "--sysfs-root", str(sysfs_root(self.state_dir, profile.name)),
+                    "--kubeconfig", str(self.kubeconfig),
+                    "--metrics-bind-address", f"127.0.0.1:{_free_port()}",
+                    "--poll-interval", "0.5",
+                    "--log-level", "warning",
+                ],
+                self.workdir / f"exporter-{profile.name}.log",
+            )  # fmt: skip
+            exporter.start(self._env())
+            self._others.append(exporter)
+        for name, content in self.scheduler.files.items():
+            (self.workdir / name).write_text(content)
+        scheduler = _Process(
+            f"scheduler {self.scheduler.id}",
+            self.scheduler.argv(
+                kubeconfig=self.kubeconfig,
+                node_selector=f"{CONTROLLER_LABEL}={self.controller_name}",
+                workdir=self.workdir,
+            ),
+            self.workdir / "scheduler.log",
+        )
+        scheduler.start(self._env())
+        self._others.append(scheduler)
+        self._check_alive()
+
+    def _wait_nodes(self) -> None:
+        """Until every node is Ready and has its NRT, podresources socket and sysfs."""
+        deadline = time.monotonic() + self.ready_timeout_s
+        missing: list[str] = [p.name for p in self.profiles]
+        while time.monotonic() < deadline:
+            self._check_alive()
+            try:
+                missing = [p.name for p in self.profiles if not self._node_ready(p.name)]
+            except Transient:  # e.g. 429 while a just-installed CRD's storage initializes
+                pass
+            else:
+                if not missing:
+                    return
+            time.sleep(0.1)
+        raise AssertionError(f"nodes not ready: {missing}\n{self.diagnostics()}")
+
+    def _node_ready(self, node: str) -> bool:
+        if not socket_path(self.state_dir, node).exists():
+            return False
+        if not (sysfs_root(self.state_dir, node) / "devices").exists():
+            return False
+        items, _ = self.kube.list_all(
+            path("apis", NRT_GROUP, NRT_VERSION, NRT_PLURAL),
+            what="list NRT",
+            fieldSelector=f"metadata.name={node}",
+        )
+        if not items:
+            return False
+        nodes, _ = self.kube.list_all(
+            path("api", "v1", "nodes"), what="list nodes", fieldSelector=f"metadata.name={node}"
+        )
+        conditions = (nodes[0].get("status") or {}).get("conditions") or [] if nodes else []
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+    def _check_alive(self) -> None:
+        for proc in [self._controller, *self._others]:
+            if proc is not None and proc.proc is not None and not proc.alive():
+                raise AssertionError(f"{proc.name} exited\n{self.diagnostics()}")
+
+    def kill_controller(self) -> None:
+        assert self._controller is not None and self._controller.alive()
+        self._controller.kill()
+
+    def restart_controller(self) -> None:
+        assert self._controller is not None and not self._controller.alive()
+        self._controller.start(self._env())
+        self._wait_nodes()
+
+    def stop(self) -> None:
+        # The scheduler and the exporters in parallel (an exporter may take seconds to
+        # drain), then the controller.
+        for proc in self._others:
+            proc.signal(signal.SIGTERM)
+        for proc in self._others:
+            proc.wait()
+        if self._controller is not None:
+            self._controller.stop()  # --remove-on-exit: the nodes go with it
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def diagnostics(self) -> str:
+        procs: Sequence[_Process | None] = [self._controller, *self._others]
+        return "\n".join(p.tail() for p in procs if p is not None)
+
+
+def _fakenrt() -> list[str]:
+    return shlex.split(FAKENRT)

@@ -1,0 +1,157 @@
+"""The scenarios' checks on pods as the API returns them: they must flag what is wrong."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT, PREDICTED_PLACEMENT
+from fakenrt.controller.pods import ALLOCATION_ANNOTATION
+from fakenrt.profiles import NodeProfile, parse_profiles
+from tests.e2e.cluster import (
+    double_allocations,
+    expected_available,
+    figures,
+    observation_mismatches,
+    prediction_mismatches,
+)
+
+GIB = 1 << 30
+
+
+def _profile() -> NodeProfile:
+    (profile,) = parse_profiles(
+        {
+            "nodes": [
+                {
+                    "name": "n1",
+                    "kubelet": {"topologyManagerPolicy": "single-numa-node"},
+                    "shape": {
+                        "numaNodes": 2,
+                        "coresPerNumaNode": 4,
+                        "threadsPerCore": 1,
+                        "memoryPerNumaNode": "8Gi",
+                        "devicesPerNumaNode": {"nvidia.com/gpu": 2},
+                    },
+                }
+            ]
+        },
+        source="test",
+    )
+    return profile
+
+
+def _gpu(profile: NodeProfile, zone: int, index: int) -> str:
+    return profile.zones[zone].devices["nvidia.com/gpu"].ids[index]
+
+
+def _pod(
+    name: str,
+    *,
+    phase: str = "Running",
+    cpus: str = "",
+    gpus: tuple[str, ...] = (),
+    memory_numa: str | None = None,
+    extra: dict[str, str] | None = None,
+    node: str | None = "n1",
+) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "main"}
+    if cpus:
+        container["cpus"] = cpus
+    if gpus:
+        container["devices"] = {"nvidia.com/gpu": list(gpus)}
+    if memory_numa is not None:
+        container["memory"] = [{"type": "memory", "size": GIB, "numa": memory_numa}]
+    allocation = json.dumps({"v": 1, "uid": f"uid-{name}", "containers": [container]})
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": f"uid-{name}",
+            "annotations": {ALLOCATION_ANNOTATION: allocation, **(extra or {})},
+        },
+        "spec": {"nodeName": node} if node else {},
+        "status": {"phase": phase},
+    }
+
+
+def _observed(zone: str, **amount: str) -> str:
+    return json.dumps([{"zone": zone, "amount": amount}], separators=(",", ":"))
+
+
+def test_observation_matching_the_allocation_passes_and_any_difference_is_flagged() -> None:
+    profile = _profile()
+    gpu = _gpu(profile, 1, 0)
+    right = _observed("node-1", cpu="2", memory=str(GIB), **{"nvidia.com/gpu": "1"})
+    groups = json.dumps([{"memoryNodes": ["node-1"], "amount": {"memory": str(GIB)}}])
+    good = _pod(
+        "p",
+        cpus="4-5",
+        gpus=(gpu,),
+        memory_numa="1",
+        extra={OBSERVED_PLACEMENT: right, OBSERVED_MEMORY_GROUPS: groups.replace(" ", "")},
+    )
+    assert observation_mismatches([good], {"n1": profile}) == []
+    wrong_zone = json.loads(json.dumps(good))
+    wrong_zone["metadata"]["annotations"][OBSERVED_PLACEMENT] = right.replace("node-1", "node-0")
+    assert observation_mismatches([wrong_zone], {"n1": profile}) != []
+    missing = json.loads(json.dumps(good))
+    del missing["metadata"]["annotations"][OBSERVED_MEMORY_GROUPS]
+    assert observation_mismatches([missing], {"n1": profile}) != []
+
+
+def test_double_allocation_is_flagged_only_among_pods_holding_resources() -> None:
+    profile = _profile()
+    gpu = _gpu(profile, 0, 0)
+    a = _pod("a", cpus="0-1", gpus=(gpu,))
+    b = _pod("b", cpus="1", phase="Running")
+    c = _pod("c", cpus="2", gpus=(gpu,))
+    finished = _pod("d", cpus="0-1", gpus=(gpu,), phase="Succeeded")
+    assert len(double_allocations([a, b, c])) == 2  # CPU 1 and the GPU
+    assert double_allocations([a, finished]) == []
+
+
+def test_prediction_differing_from_observation_is_flagged() -> None:
+    observed = _observed("node-0", cpu="2")
+    same = _pod("s", extra={OBSERVED_PLACEMENT: observed, PREDICTED_PLACEMENT: observed})
+    other = _pod(
+        "o", extra={OBSERVED_PLACEMENT: observed, PREDICTED_PLACEMENT: _observed("node-1", cpu="2")}
+    )
+    unpredicted = _pod("u", extra={OBSERVED_PLACEMENT: observed})
+    assert prediction_mismatches([same, unpredicted]) == []
+    assert [m.split(":")[0] for m in prediction_mismatches([other])] == ["o"]
+
+
+def test_expected_available_subtracts_holding_pods_only() -> None:
+    profile = _profile()
+    pods = [
+        _pod("a", cpus="0-1", gpus=(_gpu(profile, 0, 0),)),
+        _pod("done", cpus="4-7", phase="Succeeded"),
+    ]
+    assert expected_available(profile, pods) == {
+        "node-0": {"cpu": 2, "nvidia.com/gpu": 1},
+        "node-1": {"cpu": 4, "nvidia.com/gpu": 2},
+    }
+
+
+@pytest.mark.parametrize(
+    ("phase", "reason", "node", "counted"),
+    [
+        pytest.param("Running", None, "n1", "running", id="running"),
+        pytest.param("Failed", "TopologyAffinityError", "n1", "errors", id="rejected"),
+        pytest.param("Failed", "OutOfcpu", "n1", "other", id="other-failure"),
+        pytest.param("Pending", None, None, "pending", id="unbound"),
+    ],
+)
+def test_figures(phase: str, reason: str | None, node: str | None, counted: str) -> None:
+    pod = _pod("p", phase=phase, node=node)
+    if reason:
+        pod["status"]["reason"] = reason
+    result = figures([pod])
+    assert result.submitted == 1
+    assert result.bound == (node is not None)
+    assert result.running == (counted == "running")
+    assert result.topology_affinity_errors == (counted == "errors")
+    assert result.pending == (counted == "pending")
