@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds the project image ($PROJECT_IMAGE, default numa-testkit/numa-testkit:local) offline
+# and prints its tag: Debian's python3 on the debootstrap base, plus the project and its
+# dependencies installed on the host from wheels into one site directory. The wheels
+# must match the image's python3 (Debian bookworm: CPython 3.11).
+#
+# Usage: kind/image.sh [PYTHON]   (PYTHON: the interpreter whose pip builds the wheels;
+#                                  default .venv/bin/python, else python3)
+source "$(dirname "$0")/lib.sh"
+
+python=${1:-$REPO_ROOT/.venv/bin/python}
+[[ -x $python ]] || python=$(command -v python3)
+"$python" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)' \
+  || die "$python is not CPython 3.11; the image's Debian python3 is 3.11, so wheels must be built by a 3.11 pip"
+
+"$KIND_DIR/docker-up.sh"
+have_image "$DEBIAN_IMAGE" || die "$DEBIAN_IMAGE is missing: run kind/build-node-image.sh first (it debootstraps the base)"
+
+ctx=$(mktemp -d)
+trap 'rm -rf "$ctx"' EXIT
+log "building wheels and the site directory for $PROJECT_IMAGE"
+wheels=$KIND_CACHE/wheels
+mkdir -p "$wheels"
+# Dependencies' wheels are cached; the project's own wheel is rebuilt every time.
+"$python" -m pip wheel --quiet --wheel-dir "$ctx/wheels" --find-links "$wheels" "$REPO_ROOT" >&2
+cp -n "$ctx"/wheels/*.whl "$wheels/" 2>/dev/null || true
+"$python" -m pip install --quiet --no-compile --no-index --no-deps --target "$ctx/site" "$ctx"/wheels/*.whl >&2
+# Console scripts, pointed at the image's interpreter.
+mkdir -p "$ctx/bin"
+for script in "$ctx"/site/bin/*; do
+  sed '1s|^#!.*|#!/usr/bin/python3|' "$script" >"$ctx/bin/$(basename "$script")"
+  chmod 0755 "$ctx/bin/$(basename "$script")"
+done
+rm -rf "$ctx/site/bin" "$ctx/wheels"
+cp "$REPO_ROOT/Dockerfile" "$ctx/"
+docker build -q --build-arg "BASE=$DEBIAN_IMAGE" -t "$PROJECT_IMAGE" "$ctx" >/dev/null
+log "built $PROJECT_IMAGE"
+echo "$PROJECT_IMAGE"
