@@ -8,7 +8,8 @@
 # the kubelet's podresources socket is root-only (see manifests/exporter/daemonset.yaml).
 ARG BASE=numa-testkit/debian:bookworm
 FROM ${BASE}
-RUN apt-get update -qq \
+RUN printf 'path-exclude=/usr/share/%s/*\n' doc man locale info > /etc/dpkg/dpkg.cfg.d/01-slim \
+    && apt-get update -qq \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       python3 >/dev/null \
     && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb

@@ -13,28 +13,6 @@ source "$(dirname "$0")/lib.sh"
 command -v go >/dev/null || die "the Go toolchain (go) is needed to build the node image"
 command -v gcc >/dev/null || apt_install gcc libc6-dev
 
-# --- Debian base image: debootstrap minbase, docker import ----------------------------
-debian_base() {
-  have_image "$DEBIAN_IMAGE" && return 0
-  local mirror rootfs
-  mirror=$(debian_mirror)
-  rootfs=$KIND_CACHE/debian-$DEBIAN_SUITE-minbase-$(echo "$mirror" | sha256sum | cut -c1-8).tar
-  if [[ ! -s $rootfs ]]; then
-    command -v debootstrap >/dev/null || apt_install debootstrap
-    log "debootstrap $DEBIAN_SUITE (minbase) from $mirror"
-    local dir
-    dir=$(mktemp -d "$KIND_CACHE/debootstrap.XXXXXX")
-    debootstrap --variant=minbase "$DEBIAN_SUITE" "$dir" "$mirror" >"$KIND_CACHE/debootstrap.log" 2>&1 \
-      || { tail -20 "$KIND_CACHE/debootstrap.log" >&2; rm -rf "$dir"; die "debootstrap failed"; }
-    rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/*
-    tar -C "$dir" -cf "$rootfs.tmp" .
-    rm -rf "$dir"
-    mv "$rootfs.tmp" "$rootfs"
-  fi
-  log "docker import $rootfs as $DEBIAN_IMAGE"
-  docker import "$rootfs" "$DEBIAN_IMAGE" >/dev/null
-}
-
 # --- Go builds -------------------------------------------------------------------------
 # k8s_binaries -> prints the directory with kubelet, kubeadm, kubectl, kube-*, etcd.
 k8s_binaries() {
@@ -70,7 +48,7 @@ pause_binary() {
   out=$KIND_CACHE/pause-$tag/pause
   if [[ ! -x $out ]]; then
     src=$(go env GOMODCACHE)/k8s.io/kubernetes@$K8S_VERSION/build/pause/linux/pause.c
-    [[ -f $src ]] || (cd "$KIND_CACHE/gobuild-"* && go mod download "k8s.io/kubernetes@$K8S_VERSION") >&2
+    [[ -f $src ]] || (cd "$KIND_CACHE" && go mod download "k8s.io/kubernetes@$K8S_VERSION") >&2
     [[ -f $src ]] || die "pause.c not found at $src"
     log "building pause $tag"
     mkdir -p "$(dirname "$out")"

@@ -14,16 +14,24 @@ python=${1:-$REPO_ROOT/.venv/bin/python}
   || die "$python is not CPython 3.11; the image's Debian python3 is 3.11, so wheels must be built by a 3.11 pip"
 
 "$KIND_DIR/docker-up.sh"
-have_image "$DEBIAN_IMAGE" || die "$DEBIAN_IMAGE is missing: run kind/build-node-image.sh first (it debootstraps the base)"
+mkdir -p "$KIND_CACHE"
+debian_base
 
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
-log "building wheels and the site directory for $PROJECT_IMAGE"
-wheels=$KIND_CACHE/wheels
-mkdir -p "$wheels"
-# Dependencies' wheels are cached; the project's own wheel is rebuilt every time.
-"$python" -m pip wheel --quiet --wheel-dir "$ctx/wheels" --find-links "$wheels" "$REPO_ROOT" >&2
-cp -n "$ctx"/wheels/*.whl "$wheels/" 2>/dev/null || true
+# The dependencies' wheels are cached by pyproject.toml's content; the project's own
+# wheel is rebuilt every time, without build isolation (the interpreter's setuptools).
+deps=$KIND_CACHE/wheels-py311-$(hash_of "$REPO_ROOT/pyproject.toml")
+if [[ ! -d $deps ]]; then
+  log "building the dependencies' wheels into $deps"
+  "$python" -m pip wheel --quiet --wheel-dir "$deps.tmp" "$REPO_ROOT" >&2
+  rm -f "$deps.tmp"/numa_testkit-*.whl
+  mv "$deps.tmp" "$deps"
+fi
+log "building the project wheel and the site directory for $PROJECT_IMAGE"
+mkdir -p "$ctx/wheels"
+cp "$deps"/*.whl "$ctx/wheels/"
+"$python" -m pip wheel --quiet --no-deps --no-build-isolation --wheel-dir "$ctx/wheels" "$REPO_ROOT" >&2
 "$python" -m pip install --quiet --no-compile --no-index --no-deps --target "$ctx/site" "$ctx"/wheels/*.whl >&2
 # Console scripts, pointed at the image's interpreter.
 mkdir -p "$ctx/bin"

@@ -104,3 +104,26 @@ go_tool() {
 
 # kind_binary -> prints the path of the kind command, built on first use.
 kind_binary() { go_tool "sigs.k8s.io/kind@$KIND_VERSION" kind; }
+
+# debian_base -> makes $DEBIAN_IMAGE (debootstrap minbase + docker import) unless present;
+# the rootfs tarball is cached, so an engine without images only re-imports it.
+debian_base() {
+  have_image "$DEBIAN_IMAGE" && return 0
+  local mirror rootfs
+  mirror=$(debian_mirror)
+  rootfs=$KIND_CACHE/debian-$DEBIAN_SUITE-minbase-$(echo "$mirror" | sha256sum | cut -c1-8).tar
+  if [[ ! -s $rootfs ]]; then
+    command -v debootstrap >/dev/null || apt_install debootstrap
+    log "debootstrap $DEBIAN_SUITE (minbase) from $mirror"
+    local dir
+    dir=$(mktemp -d "$KIND_CACHE/debootstrap.XXXXXX")
+    debootstrap --variant=minbase "$DEBIAN_SUITE" "$dir" "$mirror" >"$KIND_CACHE/debootstrap.log" 2>&1 \
+      || { tail -20 "$KIND_CACHE/debootstrap.log" >&2; rm -rf "$dir"; die "debootstrap failed"; }
+    rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/*
+    tar -C "$dir" -cf "$rootfs.tmp" .
+    rm -rf "$dir"
+    mv "$rootfs.tmp" "$rootfs"
+  fi
+  log "docker import $rootfs as $DEBIAN_IMAGE"
+  docker import "$rootfs" "$DEBIAN_IMAGE" >/dev/null
+}
