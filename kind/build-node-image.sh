@@ -70,7 +70,7 @@ image_from_binary() {
     echo "COPY bin $path"
     echo "ENTRYPOINT [\"$path\"]"
   } >"$ctx/Dockerfile"
-  docker build -q -t "$tag" "$ctx" >/dev/null
+  docker_build -t "$tag" "$ctx" >/dev/null
   rm -rf "$ctx"
 }
 
@@ -85,7 +85,7 @@ FROM $DEBIAN_IMAGE
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       iptables nftables conntrack ipset kmod >/dev/null && rm -rf /var/lib/apt/lists/*
 DOCKERFILE
-    docker build -q -t "$tag" "$ctx" >/dev/null
+    docker_build -t "$tag" "$ctx" >/dev/null
     rm -rf "$ctx"
   fi
   echo "$tag"
@@ -145,7 +145,7 @@ kind_base() {
       "$ctx/files/etc/containerd/config.toml"
     cp "$wrapper" "$ctx/numa-testkit-runc"
     cp "$KIND_DIR/node/Dockerfile" "$KIND_DIR/node/10-numa-testkit.conflist" "$ctx/"
-    docker build -q --build-arg "BASE=$DEBIAN_IMAGE" -t "$tag" "$ctx" >/dev/null \
+    docker_build --build-arg "BASE=$DEBIAN_IMAGE" -t "$tag" "$ctx" >/dev/null \
       || { rm -rf "$ctx"; die "building $tag failed"; }
     rm -rf "$ctx"
   fi
@@ -168,10 +168,10 @@ node_image() {
     docker cp "$archive" "$cid:/images.tar"
     docker exec "$cid" sh -euc '
       containerd >/var/log/containerd-build.log 2>&1 &
+      pid=$!
       for _ in $(seq 1 30); do ctr version >/dev/null 2>&1 && break; sleep 1; done
       ctr -n k8s.io images import --no-unpack /images.tar >/dev/null
-      ctr -n k8s.io images ls -q
-      kill %1; wait || true
+      kill "$pid"; wait "$pid" || true
       rm -f /images.tar /var/log/containerd-build.log' >&2
     docker commit \
       --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' \

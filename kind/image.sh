@@ -39,8 +39,12 @@ for script in "$ctx"/site/bin/*; do
   sed '1s|^#!.*|#!/usr/bin/python3|' "$script" >"$ctx/bin/$(basename "$script")"
   chmod 0755 "$ctx/bin/$(basename "$script")"
 done
-rm -rf "$ctx/site/bin" "$ctx/wheels"
+# direct_url.json names the temporary wheel path: drop it so an unchanged tree gives the
+# same layer (and image ID, which lets `kind load` skip an image the node already has).
+rm -rf "$ctx/site/bin" "$ctx/wheels" "$ctx"/site/*.dist-info/direct_url.json
+sed -i '/direct_url\.json,/d' "$ctx"/site/*.dist-info/RECORD
+find "$ctx/site" "$ctx/bin" -exec touch -h -d @0 {} +
 cp "$REPO_ROOT/Dockerfile" "$ctx/"
-docker build -q --build-arg "BASE=$DEBIAN_IMAGE" -t "$PROJECT_IMAGE" "$ctx" >/dev/null
+docker_build --build-arg "BASE=$DEBIAN_IMAGE" -t "$PROJECT_IMAGE" "$ctx"
 log "built $PROJECT_IMAGE"
 echo "$PROJECT_IMAGE"

@@ -33,11 +33,22 @@ CLUSTER_NAME=${NUMA_TESTKIT_KIND_CLUSTER:-numa-testkit}
 PROJECT_IMAGE=${NUMA_TESTKIT_IMAGE:-numa-testkit/numa-testkit:local}
 DEBIAN_IMAGE=numa-testkit/debian:$DEBIAN_SUITE
 
+# The engine has only the legacy builder; say so, so the client does not warn each build.
+export DOCKER_BUILDKIT=0
+
 log() { printf '[kind %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf '[kind] error: %s\n' "$*" >&2; exit 1; }
 
 # hash_of FILE... -> 12 hex digits identifying the content of the files.
 hash_of() { cat "$@" | sha256sum | cut -c1-12; }
+
+# docker_build ARGS... - `docker build -q` without the legacy builder's deprecation banner.
+docker_build() {
+  local rc=0 err
+  err=$(docker build -q "$@" 2>&1 >/dev/null) || rc=$?
+  grep -vE 'DEPRECATED|BuildKit|environment-variable|buildx|docs\.docker\.com|^$' <<<"$err" >&2 || true
+  return "$rc"
+}
 
 # have_image TAG -> true if the Docker engine has that image.
 have_image() { docker image inspect "$1" >/dev/null 2>&1; }
