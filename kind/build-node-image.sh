@@ -160,8 +160,8 @@ node_image() {
   if ! have_image "$tag"; then
     log "building $tag (importing $(basename "$archive") into the node's containerd)"
     cid=$(docker run -d --privileged --entrypoint sleep "$base" infinity)
-    # shellcheck disable=SC2064  # expand $cid now
-    trap "docker rm -f $cid >/dev/null 2>&1 || true" RETURN
+    # shellcheck disable=SC2064  # expand $cid now; EXIT too, as set -e skips RETURN traps
+    trap "docker rm -f $cid >/dev/null 2>&1 || true" RETURN EXIT
     local b
     for b in kubelet kubeadm kubectl; do docker cp "$bin/$b" "$cid:/usr/bin/$b"; done
     docker exec "$cid" sh -c "echo $K8S_VERSION >/kind/version"
