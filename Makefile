@@ -48,14 +48,13 @@ shellcheck:
 pytest: $(VENV)/.installed-dev
 	NUMA_TESTKIT_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" $(BIN)/pytest
 
-# The tests marked `kind` (scenario g, tests/kind/): the builds run first, with their
-# progress lines, so that pytest's per-test timeout only covers the cluster and the test.
+# The tests marked `kind` (scenario g, tests/kind/): the node image is built first, with
+# its progress lines, so that pytest's per-test timeout covers only the cluster (kind/up.sh,
+# which also builds and loads the project image) and the tests.
 kind-test: $(VENV)/.installed-dev
-	@echo "== kind: Docker engine and offline node image (cached; first build ~30 min, see docs/kind.md)"
+	@echo "== kind: Docker engine and offline node image (cached; the first build takes 15-30 min, see docs/kind.md)"
 	kind/build-node-image.sh >/dev/null
-	@echo "== kind: project image"
-	kind/image.sh $(BIN)/python >/dev/null
-	@echo "== kind: tests (cluster up, scenario g, cluster deleted)"
+	@echo "== kind: tests (cluster up with the project image, scenario g, cluster deleted)"
 	$(BIN)/pytest --kind -m kind tests/kind
 
 test: $(VENV)/.installed-dev
