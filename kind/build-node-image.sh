@@ -181,6 +181,9 @@ node_image() {
 }
 
 mkdir -p "$KIND_CACHE"
+# One build at a time per cache (several checkouts may share the machine's cache and engine).
+exec 9>"$KIND_CACHE/build.lock"
+flock 9
 debian_base
 wrapper=$(build_runc_wrapper)
 bin=$(k8s_binaries)
