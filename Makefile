@@ -11,7 +11,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck imports shellcheck pytest kind-test image kind-up kind-down controlplane protos bench clean
+.PHONY: demo test lint typecheck imports kind-check pytest kind-test image kind-up kind-down controlplane protos bench clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required (set PYTHON=...)")'
@@ -42,8 +42,10 @@ typecheck: $(VENV)/.installed-dev
 imports: $(VENV)/.installed-dev
 	$(BIN)/lint-imports
 
-shellcheck:
+# The kind/ scripts (shellcheck) and the runc wrapper (go vet, go test).
+kind-check:
 	kind/shellcheck.sh
+	cd kind/runc-wrapper && go vet ./... && go test -count=1 ./...
 
 pytest: $(VENV)/.installed-dev
 	NUMA_TESTKIT_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" $(BIN)/pytest
@@ -59,7 +61,7 @@ kind-test: $(VENV)/.installed-dev
 
 test: $(VENV)/.installed-dev
 	tests/controlplane/build.sh >/dev/null
-	$(MAKE) --no-print-directory lint typecheck imports shellcheck pytest kind-test
+	$(MAKE) --no-print-directory lint typecheck imports kind-check pytest kind-test
 
 image: $(VENV)/.installed-runtime
 	kind/image.sh $(BIN)/python
