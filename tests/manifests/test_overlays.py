@@ -35,7 +35,7 @@ def test_kind_overlays_use_the_local_image_never_pulled(kubectl: Kubectl, overla
     containers = _containers(kubectl.render(MANIFESTS / "overlays" / overlay))
     assert containers
     for c in containers:
-        assert c["image"] == f"numa-testkit:{__version__}", c["name"]
+        assert c["image"] == "numa-testkit/numa-testkit:local", c["name"]
         assert c["imagePullPolicy"] == "Never", c["name"]
 
 
