@@ -2,8 +2,9 @@
 kubelet (static CPU Manager, kind/cluster.yaml).
 
 The exporter (manifests/exporter via the manifests/overlays/kind-exporter overlay: only the
-image, its pull policy, fake-node anti-affinity and the Prometheus Operator objects differ) must annotate a Guaranteed integer-CPU pod with the
-CPUs the real kubelet gave it, per NUMA zone. The expected value is derived from the
+image, its pull policy, fake-node anti-affinity and the Prometheus Operator objects
+differ) must annotate a Guaranteed integer-CPU pod with the CPUs the real kubelet gave it,
+per NUMA zone. The expected value is derived from the
 kubelet itself, never a constant: the exclusive CPUs its podresources API lists for the
 pod (read over the kubelet's socket from inside the exporter's pod, with the generated
 stubs only), cross-checked against the CPU Manager's checkpoint (cpu_manager_state), and
