@@ -8,6 +8,9 @@ fit check), then the NUMA plugin on the node's NRT. The best-scoring node under 
 configured strategy wins (ties: node name). Assuming a pod charges its whole-node
 requests and its NUMA placement to the cycle's books, so the next pod of the same cycle
 sees them; :meth:`SchedulingCycle.forget` credits both back exactly (a failed bind).
+With ``reserve=False`` only the whole-node requests are charged: every pod of the cycle
+sees the zones as the snapshot had them (a scheduler without the in-cycle reservation,
+compared against in ``fakenrt simulate``).
 """
 
 from __future__ import annotations
@@ -67,8 +70,11 @@ def _category_of(reason: str) -> str:
 class SchedulingCycle:
     """The books of one cycle, built from a snapshot."""
 
-    def __init__(self, snapshot: ClusterSnapshot, plugin: NumaPlugin) -> None:
+    def __init__(
+        self, snapshot: ClusterSnapshot, plugin: NumaPlugin, *, reserve: bool = True
+    ) -> None:
         self.plugin = plugin
+        self.reserve = reserve
         self.books: dict[str, _NodeBooks] = {}
         by_node: dict[str, list[NodePod]] = {}
         for pod in snapshot.pods:
@@ -171,7 +177,7 @@ class SchedulingCycle:
             else:
                 books.requested.pop(name, None)
         books.pods += sign
-        if books.ledger is not None:
+        if books.ledger is not None and self.reserve:
             if sign > 0:
                 books.ledger.charge(decision.placement)
             else:

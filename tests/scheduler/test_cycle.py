@@ -181,3 +181,24 @@ def test_best_effort_node_reserves_the_aligned_placement() -> None:
     third = cycle.schedule(guaranteed("c", cpu=2, memory="1Gi"))
     assert third.node == "be"
     assert third.placement.empty
+
+
+def test_without_reservation_every_pod_of_the_cycle_sees_the_snapshot_zones() -> None:
+    # 3, 3 and 2 cores on two 4-core zones: without the in-cycle reservation all three
+    # land (the NUMA filter sees 4 free cores per zone each time; whole-node accounting,
+    # 8 cores, still holds), and the first two both pick zone 0.
+    snapshot = ClusterSnapshot(nodes=(node("n1", FOUR_CORE_ZONES),))
+    cycle = SchedulingCycle(snapshot, NumaPlugin(), reserve=False)
+    books = cycle.books["n1"]
+    assert books.ledger is not None
+    zones_before = books.ledger.snapshot()
+    decisions = [
+        cycle.schedule(guaranteed(name, cpu=c, memory="1Gi"))
+        for name, c in (("a", 3), ("b", 3), ("c", 2))
+    ]
+    assert [d.node for d in decisions] == ["n1", "n1", "n1"]
+    assert [d.placement.zones for d in decisions] == [(0,), (0,), (0,)]
+    assert books.ledger.snapshot() == zones_before
+    assert books.requested["cpu"] == 8
+    cycle.forget(decisions[0])
+    assert books.requested["cpu"] == 5 and books.ledger.snapshot() == zones_before
