@@ -11,13 +11,23 @@ sees them; :meth:`SchedulingCycle.forget` credits both back exactly (a failed bi
 With ``reserve=False`` only the whole-node requests are charged: every pod of the cycle
 sees the zones as the snapshot had them (a scheduler without the in-cycle reservation,
 compared against in ``fakenrt simulate``).
+
+Speed without changing a single decision (a property test compares with and without):
+
+* a node failing the whole-node check is never evaluated by the plugin;
+* the plugin's filter and scores depend only on the pod's shape (its containers, not its
+  name or annotations), the node's NRT and its ledger, so a node's evaluation of one shape
+  is reused for later pods of the same shape until the node's ledger changes;
+* a shape that fitted nowhere fits nowhere again until some node's books change;
+* a :class:`CycleMemo` handed from cycle to cycle keeps each node's books (and their
+  evaluations) while the node, its NRT object and the pods on it are unchanged.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from fakenrt.podspec import PodSpec, effective_requests
@@ -53,6 +63,9 @@ class Decision:
         return f"0/{total} nodes are available: {parts}." if parts else "no nodes available."
 
 
+Evaluation = tuple[FilterResult, Scores]
+
+
 @dataclass
 class _NodeBooks:
     node: NodeSnapshot
@@ -61,6 +74,37 @@ class _NodeBooks:
     ledger: ZoneLedger | None
     unplaced: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
+    #: pod shape -> the plugin's filter result and scores on this ledger as it is now.
+    evaluations: dict[str, Evaluation] = field(default_factory=dict)
+
+
+@dataclass
+class _Pristine:
+    """A node's books as built from the snapshot (never charged), and what built them."""
+
+    node: NodeSnapshot
+    pods: tuple[NodePod, ...]
+    books: _NodeBooks
+
+
+class CycleMemo:
+    """Books of unchanged nodes, carried from one cycle to the next by the caller. A node
+    is unchanged when its snapshot is equal, its NRT is the very same object and the
+    pods on it are equal; its evaluations of pod shapes are then reused too."""
+
+    def __init__(self) -> None:
+        self.args: object = None
+        self.nodes: dict[str, _Pristine] = {}
+
+
+def pod_shape(pod: PodSpec) -> str:
+    """What the plugin's verdict and scores depend on: everything but the pod's identity,
+    annotations and node."""
+    return repr(replace(pod, namespace="", name="", uid="", annotations={}, node_name=""))
+
+
+def _same(kept: _Pristine, node: NodeSnapshot, pods: tuple[NodePod, ...]) -> bool:
+    return kept.node.nrt is node.nrt and kept.node == node and kept.pods == pods
 
 
 def _category_of(reason: str) -> str:
@@ -71,10 +115,19 @@ class SchedulingCycle:
     """The books of one cycle, built from a snapshot."""
 
     def __init__(
-        self, snapshot: ClusterSnapshot, plugin: NumaPlugin, *, reserve: bool = True
+        self,
+        snapshot: ClusterSnapshot,
+        plugin: NumaPlugin,
+        *,
+        reserve: bool = True,
+        memo: CycleMemo | None = None,
+        reuse: bool = True,
     ) -> None:
         self.plugin = plugin
         self.reserve = reserve
+        #: Reuse evaluations and "fits nowhere" verdicts of earlier pods of the same shape
+        #: (False: evaluate every pod on every node, the reference the tests compare with).
+        self.reuse = reuse
         self.books: dict[str, _NodeBooks] = {}
         by_node: dict[str, list[NodePod]] = {}
         for pod in snapshot.pods:
@@ -82,29 +135,53 @@ class SchedulingCycle:
                 by_node.setdefault(pod.spec.node_name, []).append(
                     NodePod(spec=pod.spec, phase=pod.phase)
                 )
+        if memo is not None and memo.args != (plugin.args, reserve):
+            memo.args, memo.nodes = (plugin.args, reserve), {}
         for node in sorted(snapshot.nodes, key=lambda n: n.name):
-            pods = by_node.get(node.name, [])
-            requested: dict[str, Decimal] = {}
-            for p in pods:
-                for name, value in effective_requests(p.spec).items():
-                    requested[name] = requested.get(name, Decimal(0)) + value
-            ledger: ZoneLedger | None = None
-            unplaced: tuple[str, ...] = ()
-            problems: tuple[str, ...] = ()
-            if node.nrt is not None:
-                if plugin.args.reconstruct_available:
-                    rebuilt = reconstruct(node.nrt, pods, strict=False)
-                    ledger, unplaced, problems = rebuilt.ledger, rebuilt.unplaced, rebuilt.problems
-                else:
-                    ledger = ZoneLedger.from_nrt(node.nrt)
+            pods = tuple(by_node.get(node.name, ()))
+            kept = memo.nodes.get(node.name) if memo is not None else None
+            if kept is None or not _same(kept, node, pods):
+                kept = _Pristine(node=node, pods=pods, books=self._build(node, pods))
+                if memo is not None:
+                    memo.nodes[node.name] = kept
+            books = kept.books
             self.books[node.name] = _NodeBooks(
                 node=node,
-                requested=requested,
-                pods=len(pods),
-                ledger=ledger,
-                unplaced=unplaced,
-                problems=problems,
+                requested=dict(books.requested),
+                pods=books.pods,
+                ledger=books.ledger.copy() if books.ledger is not None else None,
+                unplaced=books.unplaced,
+                problems=books.problems,
+                evaluations=books.evaluations,  # shared: valid until this ledger changes
             )
+        if memo is not None:
+            for gone in set(memo.nodes) - set(self.books):
+                del memo.nodes[gone]
+        self._version = 0
+        self._nowhere: dict[str, tuple[int, Decision]] = {}
+
+    def _build(self, node: NodeSnapshot, pods: tuple[NodePod, ...]) -> _NodeBooks:
+        requested: dict[str, Decimal] = {}
+        for p in pods:
+            for name, value in effective_requests(p.spec).items():
+                requested[name] = requested.get(name, Decimal(0)) + value
+        ledger: ZoneLedger | None = None
+        unplaced: tuple[str, ...] = ()
+        problems: tuple[str, ...] = ()
+        if node.nrt is not None:
+            if self.plugin.args.reconstruct_available:
+                rebuilt = reconstruct(node.nrt, pods, strict=False)
+                ledger, unplaced, problems = rebuilt.ledger, rebuilt.unplaced, rebuilt.problems
+            else:
+                ledger = ZoneLedger.from_nrt(node.nrt)
+        return _NodeBooks(
+            node=node,
+            requested=requested,
+            pods=len(pods),
+            ledger=ledger,
+            unplaced=unplaced,
+            problems=problems,
+        )
 
     def _whole_node(self, books: _NodeBooks, requests: Mapping[str, Decimal]) -> str | None:
         node = books.node
@@ -124,6 +201,10 @@ class SchedulingCycle:
     def schedule(self, pod: PodSpec) -> Decision:
         """Pick a node for ``pod`` and assume it there (charge the books)."""
         requests = effective_requests(pod)
+        shape = pod_shape(pod)
+        nowhere = self._nowhere.get(shape) if self.reuse else None
+        if nowhere is not None and nowhere[0] == self._version:
+            return replace(nowhere[1], pod_key=pod.key)
         rejections: dict[str, str] = {}
         categories: dict[str, str] = {}
         best: tuple[int, str] | None = None
@@ -138,20 +219,32 @@ class SchedulingCycle:
                 )
                 continue
             topology = books.node.nrt
-            result = self.plugin.filter(pod, topology, books.ledger)
+            known = books.evaluations.get(shape) if self.reuse else None
+            if known is None:
+                result = self.plugin.filter(pod, topology, books.ledger)
+                scores = (
+                    self.plugin.score(pod, topology, books.ledger, result)
+                    if result.fit
+                    else Scores()
+                )
+                known = (result, scores)
+                if self.reuse:
+                    books.evaluations[shape] = known
+            result, scores = known
             if not result.fit:
                 rejections[name] = result.reason or "NUMA alignment"
                 categories[name] = _category_of(result.reason or "numa")
                 continue
-            scores = self.plugin.score(pod, topology, books.ledger, result)
             key = (-scores[strategy], name)
             if best is None or key < best:
                 best = key
                 chosen = (books, result, scores)
         if best is None or chosen is None:
-            return Decision(
+            decision = Decision(
                 pod_key=pod.key, node=None, rejections=rejections, categories=categories
             )
+            self._nowhere[shape] = (self._version, decision)
+            return decision
         books, result, scores = chosen
         placement = self.plugin.placement_to_charge(pod, books.node.nrt, books.ledger, result)
         decision = Decision(
@@ -170,6 +263,7 @@ class SchedulingCycle:
         if decision.node is None:
             return
         books = self.books[decision.node]
+        self._version += 1
         for name, value in decision.requests.items():
             total = books.requested.get(name, Decimal(0)) + sign * value
             if total:
@@ -177,7 +271,8 @@ class SchedulingCycle:
             else:
                 books.requested.pop(name, None)
         books.pods += sign
-        if books.ledger is not None and self.reserve:
+        if books.ledger is not None and self.reserve and not decision.placement.empty:
+            books.evaluations = {}  # the ledger changes: this node's evaluations are stale
             if sign > 0:
                 books.ledger.charge(decision.placement)
             else:
