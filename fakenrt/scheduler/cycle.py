@@ -26,7 +26,7 @@ Speed without changing a single decision (a property test compares with and with
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
@@ -76,6 +76,9 @@ class _NodeBooks:
     problems: tuple[str, ...] = ()
     #: pod shape -> the plugin's filter result and scores on this ledger as it is now.
     evaluations: dict[str, Evaluation] = field(default_factory=dict)
+    #: ``requested`` and ``ledger`` are this cycle's own (False: shared with the memo,
+    #: copied before the first charge).
+    owned: bool = True
 
 
 @dataclass
@@ -104,7 +107,11 @@ def pod_shape(pod: PodSpec) -> str:
 
 
 def _same(kept: _Pristine, node: NodeSnapshot, pods: tuple[NodePod, ...]) -> bool:
-    return kept.node.nrt is node.nrt and kept.node == node and kept.pods == pods
+    return (
+        kept.node.nrt is node.nrt
+        and (kept.node is node or kept.node == node)
+        and (kept.pods is pods or kept.pods == pods)
+    )
 
 
 def _category_of(reason: str) -> str:
@@ -122,6 +129,7 @@ class SchedulingCycle:
         reserve: bool = True,
         memo: CycleMemo | None = None,
         reuse: bool = True,
+        node_pods: Mapping[str, tuple[NodePod, ...]] | None = None,
     ) -> None:
         self.plugin = plugin
         self.reserve = reserve
@@ -129,12 +137,19 @@ class SchedulingCycle:
         #: (False: evaluate every pod on every node, the reference the tests compare with).
         self.reuse = reuse
         self.books: dict[str, _NodeBooks] = {}
-        by_node: dict[str, list[NodePod]] = {}
-        for pod in snapshot.pods:
-            if pod.spec.node_name and not pod.terminal:
-                by_node.setdefault(pod.spec.node_name, []).append(
-                    NodePod(spec=pod.spec, phase=pod.phase)
-                )
+        by_node: Mapping[str, Sequence[NodePod]]
+        if node_pods is not None:
+            # The caller keeps the non-terminal pods of each node itself (a simulation);
+            # an unchanged node's tuple is then the very same object, compared at once.
+            by_node = node_pods
+        else:
+            grouped: dict[str, list[NodePod]] = {}
+            for pod in snapshot.pods:
+                if pod.spec.node_name and not pod.terminal:
+                    grouped.setdefault(pod.spec.node_name, []).append(
+                        NodePod(spec=pod.spec, phase=pod.phase)
+                    )
+            by_node = grouped
         if memo is not None and memo.args != (plugin.args, reserve):
             memo.args, memo.nodes = (plugin.args, reserve), {}
         for node in sorted(snapshot.nodes, key=lambda n: n.name):
@@ -147,12 +162,13 @@ class SchedulingCycle:
             books = kept.books
             self.books[node.name] = _NodeBooks(
                 node=node,
-                requested=dict(books.requested),
+                requested=books.requested,
                 pods=books.pods,
-                ledger=books.ledger.copy() if books.ledger is not None else None,
+                ledger=books.ledger,
                 unplaced=books.unplaced,
                 problems=books.problems,
                 evaluations=books.evaluations,  # shared: valid until this ledger changes
+                owned=memo is None,
             )
         if memo is not None:
             for gone in set(memo.nodes) - set(self.books):
@@ -264,6 +280,10 @@ class SchedulingCycle:
             return
         books = self.books[decision.node]
         self._version += 1
+        if not books.owned:
+            books.requested = dict(books.requested)
+            books.ledger = books.ledger.copy() if books.ledger is not None else None
+            books.owned = True
         for name, value in decision.requests.items():
             total = books.requested.get(name, Decimal(0)) + sign * value
             if total:

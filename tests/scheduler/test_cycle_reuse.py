@@ -17,6 +17,7 @@ from fakenrt.scheduler.args import PluginArgs
 from fakenrt.scheduler.cluster import ClusterSnapshot, NodeSnapshot, PodSnapshot
 from fakenrt.scheduler.cycle import CycleMemo, Decision, SchedulingCycle
 from fakenrt.scheduler.plugin import NumaPlugin
+from fakenrt.scheduler.reconstruction import NodePod
 from tests.scheduler.builders import GPU, guaranteed, topology
 
 POLICIES = ("single-numa-node", "restricted", "best-effort")
@@ -112,7 +113,19 @@ def test_shortcuts_decide_exactly_as_evaluating_everything(
             bound.append(PodSnapshot(spec=spec, phase="Running"))
     # The next cycle: nodes that received a pod changed, the others come from the memo.
     later = ClusterSnapshot(nodes=nodes, pods=tuple(bound))
-    fast = SchedulingCycle(later, plugin, reserve=reserve, memo=memo)
-    slow = SchedulingCycle(later, plugin, reserve=reserve, reuse=False)
-    for pod in pods(second, "b"):
-        assert comparable(fast.schedule(pod)) == comparable(slow.schedule(pod))
+    grouped: dict[str, list[NodePod]] = {}
+    for p in bound:
+        grouped.setdefault(p.spec.node_name, []).append(NodePod(spec=p.spec, phase=p.phase))
+    node_pods = {name: tuple(ps) for name, ps in grouped.items()}
+    # Twice from the same memo: the first of these cycles' charges must not leak into the
+    # books the memo keeps; the pods also come pre-grouped per node (node_pods).
+    for _ in range(2):
+        fast = SchedulingCycle(later, plugin, reserve=reserve, memo=memo)
+        grouped_fast = SchedulingCycle(
+            ClusterSnapshot(nodes=nodes), plugin, reserve=reserve, memo=memo, node_pods=node_pods
+        )
+        slow = SchedulingCycle(later, plugin, reserve=reserve, reuse=False)
+        for pod in pods(second, "b"):
+            expected = comparable(slow.schedule(pod))
+            assert comparable(fast.schedule(pod)) == expected
+            assert comparable(grouped_fast.schedule(pod)) == expected
