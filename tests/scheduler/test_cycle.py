@@ -202,3 +202,11 @@ def test_without_reservation_every_pod_of_the_cycle_sees_the_snapshot_zones() ->
     assert books.requested["cpu"] == 8
     cycle.forget(decisions[0])
     assert books.requested["cpu"] == 5 and books.ledger.snapshot() == zones_before
+
+
+def test_backoff_stays_at_its_maximum_after_thousands_of_failures() -> None:
+    # 2**1024 does not fit a float: a pod unschedulable for hours must not crash the loop.
+    backoff = Backoff(initial=1.0, maximum=10.0)
+    delays = [backoff.failed("p", float(n)) for n in range(2000)]
+    assert delays[:5] == [1.0, 2.0, 4.0, 8.0, 10.0]
+    assert set(delays[4:]) == {10.0}
