@@ -1,6 +1,7 @@
 # The two commands a new user needs:
 #   make demo   set up the virtualenv and run the main job
-#   make test   set up, build (or reuse) the control-plane binaries, run every gate and test
+#   make test   set up, build (or reuse) the control-plane binaries, install headless
+#               Chromium if missing (the report test), run every gate and test
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 PYTHON ?= python3
@@ -22,8 +23,13 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.installed-runtime
 
+# The main job: the bundled scenario (16 GPU nodes, a day of pods, NRT lag) under every
+# scheduling strategy; prints the table and writes a self-contained HTML report.
+DEMO_REPORT ?= build/demo-report.html
+
 demo: $(VENV)/.installed-runtime
-	$(BIN)/fakenrt demo
+	@mkdir -p $(dir $(DEMO_REPORT))
+	$(BIN)/fakenrt simulate --report $(DEMO_REPORT)
 
 controlplane:
 	@tests/controlplane/build.sh >/dev/null
@@ -39,10 +45,12 @@ imports: $(VENV)/.installed-dev
 	$(BIN)/lint-imports
 
 pytest: $(VENV)/.installed-dev
-	NUMA_TESTKIT_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" $(BIN)/pytest
+	NUMA_TESTKIT_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" \
+	NUMA_TESTKIT_CHROMIUM="$$(tests/setup/chromium.sh)" $(BIN)/pytest
 
 test: $(VENV)/.installed-dev
 	tests/controlplane/build.sh >/dev/null
+	tests/setup/chromium.sh >/dev/null
 	$(MAKE) --no-print-directory lint typecheck imports pytest
 
 protos: $(VENV)/.installed-dev
