@@ -30,5 +30,5 @@ class LimitError(ValueError):
 
 def check_range(value: float, *, name: str, low: float, high: float) -> float:
     if not (low <= value <= high):
-        raise LimitError(f"{name} must be between {low:g} and {high:g} (got {value:g})")
+        raise LimitError(f"{name} must be between {low:.10g} and {high:.10g} (got {value:.10g})")
     return value

@@ -70,7 +70,9 @@ def seconds(value: Any, where: str, *, allow_zero: bool = True) -> float:
     if math.isnan(number) or number < 0 or (number == 0 and not allow_zero):
         raise WorkloadError(f"{where}: must be {'>= 0' if allow_zero else '> 0'}")
     if number > MAX_SECONDS:
-        raise LimitError(f"{where}: {number:g}s is beyond the limit of {MAX_SECONDS:g}s (30 days)")
+        raise LimitError(
+            f"{where}: {number:.0f}s is beyond the limit of {MAX_SECONDS:.0f}s (30 days)"
+        )
     return number
 
 
