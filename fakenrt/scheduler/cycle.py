@@ -199,7 +199,10 @@ class SchedulingCycle:
             problems=problems,
         )
 
-    def _whole_node(self, books: _NodeBooks, requests: Mapping[str, Decimal]) -> str | None:
+    def _whole_node(
+        self, books: _NodeBooks, requests: Sequence[tuple[str, Decimal]]
+    ) -> str | None:
+        """Why the node cannot take the pod as a whole (``requests`` sorted by name)."""
         node = books.node
         if not node.ready:
             return "node not ready"
@@ -208,7 +211,7 @@ class SchedulingCycle:
         max_pods = node.allocatable.get("pods")
         if max_pods is not None and books.pods + 1 > max_pods:
             return "Too many pods"
-        for name, value in sorted(requests.items()):
+        for name, value in requests:
             free = node.allocatable.get(name, Decimal(0)) - books.requested.get(name, Decimal(0))
             if value > free:
                 return f"Insufficient {name}"
@@ -226,8 +229,9 @@ class SchedulingCycle:
         best: tuple[int, str] | None = None
         chosen: tuple[_NodeBooks, FilterResult, Scores] | None = None
         strategy = self.plugin.args.scoring_strategy
+        ordered = sorted(requests.items())
         for name, books in self.books.items():
-            reason = self._whole_node(books, requests)
+            reason = self._whole_node(books, ordered)
             if reason is not None:
                 rejections[name] = reason
                 categories[name] = (
