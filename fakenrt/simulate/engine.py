@@ -54,6 +54,7 @@ from fakenrt.scheduler.plugin import NumaPlugin
 from fakenrt.scheduler.reconstruction import NodePod
 from fakenrt.scheduler.topology import NumaTopology
 from fakenrt.simulate.clock import ARRIVAL, CYCLE, EXPORT, SAMPLE, Clock, EventQueue
+from fakenrt.simulate.limits import MAX_ATTEMPTS, LimitError
 from fakenrt.simulate.metrics import Recorder, StrategyResult, summarize
 from fakenrt.simulate.scenario import Scenario
 from fakenrt.simulate.strategies import (
@@ -322,6 +323,11 @@ class Simulation:
 
     def _unschedulable(self, record: PodRecord, now: float) -> None:
         self.rec.unschedulable_attempts += 1
+        if self.rec.unschedulable_attempts > MAX_ATTEMPTS:
+            raise LimitError(
+                f"{self.strategy.name}: more than {MAX_ATTEMPTS} failed scheduling attempts by "
+                f"{now:.0f}s of simulated time; shorten the duration or add nodes"
+            )
         record.next_try = now + self.backoff.failed(record.key, now)
 
     def _bind(self, record: PodRecord, decision: Decision) -> None:

@@ -20,6 +20,11 @@ MIN_PERIOD = 0.01
 MAX_SWEEP_VALUES = 16
 #: Re-creations of one rejected pod.
 MAX_REQUEUES = 100
+#: Scheduling periods in the horizon (horizon / period).
+MAX_CYCLES = 10_000_000
+#: Scheduling attempts in one run (a pod retried every backoff step counts each time); a
+#: run that would need more stops with an error instead of running for hours.
+MAX_ATTEMPTS = 20_000_000
 #: Arrivals per hour of the generator.
 MAX_ARRIVALS_PER_HOUR = 100_000.0
 

@@ -34,6 +34,7 @@ from fakenrt.profiles.model import NodeProfile
 from fakenrt.scheduler.args import ArgsError, PluginArgs, parse_args
 from fakenrt.scheduler.scoring import STRATEGIES as SCORES
 from fakenrt.simulate.limits import (
+    MAX_CYCLES,
     MAX_LAG_SECONDS,
     MAX_NODES,
     MAX_REQUEUES,
@@ -116,6 +117,15 @@ class Scenario:
     settings: Settings
     #: Where the nodes and the workload came from (shown in the report).
     description: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        cycles = self.horizon / self.settings.period
+        if cycles > MAX_CYCLES:
+            raise LimitError(
+                f"{self.horizon:.0f}s of simulated time at a {self.settings.period:g}s period is "
+                f"{cycles:.0f} scheduling periods; the limit is {MAX_CYCLES} (raise the period "
+                "or shorten the duration)"
+            )
 
     @property
     def horizon(self) -> float:

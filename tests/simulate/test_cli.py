@@ -176,6 +176,9 @@ def test_huge_trace_is_refused_before_reading(tmp_path: Path) -> None:
             id="sweep-size",
         ),
         pytest.param(["--max-requeues", "1000"], "max-requeues must be between", id="requeues"),
+        pytest.param(
+            ["--period", "10ms", "--duration", "720h"], "the limit is 10000000", id="cycles"
+        ),
         pytest.param(["--trace", "x", "--mix", "inference"], "does not exist", id="trace-missing"),
     ],
 )

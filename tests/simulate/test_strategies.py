@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fakenrt.simulate.engine import simulate
+from fakenrt.simulate.limits import LimitError
 from fakenrt.simulate.strategies import BY_NAME, NAMES
 from tests.simulate.builders import TWO_ZONES_SNN, pod, profiles, scenario, workload
 
@@ -160,3 +161,13 @@ def test_every_strategy_is_a_configuration_of_the_one_scheduler() -> None:
         "reconstruct-observed",
         "oracle",
     }
+
+
+def test_a_run_stops_with_an_error_past_the_attempt_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    import fakenrt.simulate.engine as engine
+
+    monkeypatch.setattr(engine, "MAX_ATTEMPTS", 5)
+    nodes = profiles(TWO_ZONES_SNN)
+    items = workload((0, HOUR, pod("huge", gpu=8)))  # no zone has 8 GPUs: never placed
+    with pytest.raises(LimitError, match="more than 5 failed scheduling attempts"):
+        simulate(scenario(nodes, items, duration=HOUR), BY_NAME["oracle"])
