@@ -164,7 +164,7 @@ def test_every_strategy_is_a_configuration_of_the_one_scheduler() -> None:
 
 
 def test_a_run_stops_with_an_error_past_the_attempt_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    import fakenrt.simulate.engine as engine
+    from fakenrt.simulate import engine
 
     monkeypatch.setattr(engine, "MAX_ATTEMPTS", 5)
     nodes = profiles(TWO_ZONES_SNN)
