@@ -76,8 +76,11 @@ class _NodeBooks:
     problems: tuple[str, ...] = ()
     #: pod shape -> the plugin's filter result and scores on this ledger as it is now.
     evaluations: dict[str, Evaluation] = field(default_factory=dict)
-    #: ``requested`` and ``ledger`` are this cycle's own (False: shared with the memo,
-    #: copied before the first charge).
+    #: pod shape -> why the node cannot take it as a whole and the reason's category
+    #: (None: it can), valid until the books change.
+    fits: dict[str, tuple[str, str] | None] = field(default_factory=dict)
+    #: These books are this cycle's own (False: the memo's, replaced by a private copy
+    #: before the first charge).
     owned: bool = True
 
 
@@ -98,6 +101,8 @@ class CycleMemo:
     def __init__(self) -> None:
         self.args: object = None
         self.nodes: dict[str, _Pristine] = {}
+        #: The last snapshot's node tuple and its nodes sorted by name.
+        self.order: tuple[tuple[NodeSnapshot, ...], list[NodeSnapshot]] | None = None
 
 
 def pod_shape(pod: PodSpec) -> str:
@@ -152,24 +157,22 @@ class SchedulingCycle:
             by_node = grouped
         if memo is not None and memo.args != (plugin.args, reserve):
             memo.args, memo.nodes = (plugin.args, reserve), {}
-        for node in sorted(snapshot.nodes, key=lambda n: n.name):
-            pods = tuple(by_node.get(node.name, ()))
-            kept = memo.nodes.get(node.name) if memo is not None else None
-            if kept is None or not _same(kept, node, pods):
-                kept = _Pristine(node=node, pods=pods, books=self._build(node, pods))
-                if memo is not None:
-                    memo.nodes[node.name] = kept
-            books = kept.books
-            self.books[node.name] = _NodeBooks(
-                node=node,
-                requested=books.requested,
-                pods=books.pods,
-                ledger=books.ledger,
-                unplaced=books.unplaced,
-                problems=books.problems,
-                evaluations=books.evaluations,  # shared: valid until this ledger changes
-                owned=memo is None,
-            )
+        if memo is None:
+            for node in sorted(snapshot.nodes, key=lambda n: n.name):
+                self.books[node.name] = self._build(node, tuple(by_node.get(node.name, ())))
+        else:
+            if memo.order is None or memo.order[0] is not snapshot.nodes:
+                memo.order = (snapshot.nodes, sorted(snapshot.nodes, key=lambda n: n.name))
+            for node in memo.order[1]:
+                pods = tuple(by_node.get(node.name, ()))
+                kept = memo.nodes.get(node.name)
+                if kept is None or not _same(kept, node, pods):
+                    books = self._build(node, pods)
+                    books.owned = False
+                    kept = memo.nodes[node.name] = _Pristine(node=node, pods=pods, books=books)
+                # Shared with the memo (its evaluations stay valid while the books are
+                # unchanged); _apply swaps in a private copy before the first charge.
+                self.books[node.name] = kept.books
         if memo is not None:
             for gone in set(memo.nodes) - set(self.books):
                 del memo.nodes[gone]
@@ -199,9 +202,7 @@ class SchedulingCycle:
             problems=problems,
         )
 
-    def _whole_node(
-        self, books: _NodeBooks, requests: Sequence[tuple[str, Decimal]]
-    ) -> str | None:
+    def _whole_node(self, books: _NodeBooks, requests: Sequence[tuple[str, Decimal]]) -> str | None:
         """Why the node cannot take the pod as a whole (``requests`` sorted by name)."""
         node = books.node
         if not node.ready:
@@ -231,12 +232,18 @@ class SchedulingCycle:
         strategy = self.plugin.args.scoring_strategy
         ordered = sorted(requests.items())
         for name, books in self.books.items():
-            reason = self._whole_node(books, ordered)
-            if reason is not None:
-                rejections[name] = reason
-                categories[name] = (
-                    "resources" if reason.startswith(("Insufficient", "Too")) else "node"
-                )
+            if self.reuse and shape in books.fits:
+                misfit = books.fits[shape]
+            else:
+                reason = self._whole_node(books, ordered)
+                misfit = None
+                if reason is not None:
+                    category = "resources" if reason.startswith(("Insufficient", "Too")) else "node"
+                    misfit = (reason, category)
+                if self.reuse:
+                    books.fits[shape] = misfit
+            if misfit is not None:
+                rejections[name], categories[name] = misfit
                 continue
             topology = books.node.nrt
             known = books.evaluations.get(shape) if self.reuse else None
@@ -285,9 +292,13 @@ class SchedulingCycle:
         books = self.books[decision.node]
         self._version += 1
         if not books.owned:
-            books.requested = dict(books.requested)
-            books.ledger = books.ledger.copy() if books.ledger is not None else None
-            books.owned = True
+            books = self.books[decision.node] = replace(
+                books,
+                requested=dict(books.requested),
+                ledger=books.ledger.copy() if books.ledger is not None else None,
+                owned=True,
+            )
+        books.fits = {}  # requested amounts and the pod count change
         for name, value in decision.requests.items():
             total = books.requested.get(name, Decimal(0)) + sign * value
             if total:
