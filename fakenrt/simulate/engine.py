@@ -176,7 +176,10 @@ class Simulation:
         self.truth: dict[str, NumaTopology] = {}
         self._truth_dirty: set[str] = set(self.names)
         self._snapshots: dict[str, NodeSnapshot] = {}
-        self.stale_since: dict[str, float | None] = dict.fromkeys(self.names)
+        self._snapshot_dirty: set[str] = set(self.names)
+        self._nodes: tuple[NodeSnapshot, ...] = ()
+        #: Nodes whose published NRT lags the kubelet -> since when.
+        self.stale_since: dict[str, float] = {}
         self._export_due: set[str] = set()
         self._stranded_memo: dict[str, tuple[NumaTopology, dict[str, bool]]] = {}
         self._cycle_tick: int | None = None
@@ -193,7 +196,7 @@ class Simulation:
     def run(self) -> StrategyResult:
         self._apply(self.fleet.start([]))
         # The start publishes every node's NRT and serves its (empty) podresources: in sync.
-        self.stale_since = dict.fromkeys(self.names)
+        self.stale_since = {}
         for item in self.scenario.workload:
             if item.at <= self.horizon:
                 self.events.push(item.at, ARRIVAL, (item, 0))
@@ -304,7 +307,7 @@ class Simulation:
                     continue
                 if cycle is None:
                     cycle = SchedulingCycle(
-                        ClusterSnapshot(nodes=tuple(self._snapshot(n) for n in self.names)),
+                        ClusterSnapshot(nodes=self._node_snapshots()),
                         self.plugin,
                         reserve=self.strategy.reserve,
                         memo=self.memo,
@@ -346,6 +349,15 @@ class Simulation:
         record.manifest = self._manifest(record, node)
         self._apply(self.fleet.pod_event("ADDED", record.manifest))
 
+    def _node_snapshots(self) -> tuple[NodeSnapshot, ...]:
+        """Every node as the strategy sees it; the same tuple while nothing changed."""
+        if self._snapshot_dirty:
+            for name in self._snapshot_dirty:
+                self._snapshot(name)
+            self._snapshot_dirty.clear()
+            self._nodes = tuple(self._snapshots[n] for n in self.names)
+        return self._nodes
+
     def _snapshot(self, name: str) -> NodeSnapshot:
         view = self.strategy.view
         nrt: NumaTopology | None = None
@@ -369,14 +381,12 @@ class Simulation:
         return self.truth[name]
 
     def _count_staleness(self, now: float) -> None:
-        for name in self.names:
-            self.rec.nrt_reads += 1
-            since = self.stale_since[name]
-            if since is not None:
-                age = now - since
-                self.rec.stale_reads += 1
-                self.rec.stale_age_sum += age
-                self.rec.stale_age_max = max(self.rec.stale_age_max, age)
+        self.rec.nrt_reads += len(self.names)
+        for since in self.stale_since.values():
+            age = now - since
+            self.rec.stale_reads += 1
+            self.rec.stale_age_sum += age
+            self.rec.stale_age_max = max(self.rec.stale_age_max, age)
 
     # ---- the scheduler's view of bound pods ------------------------------------------
 
@@ -467,9 +477,10 @@ class Simulation:
         self.published[name] = read_nrt(effect.body, source=f"NRT of {name}")
         if self.strategy.view == VIEW_PUBLISHED:
             self.version += 1
+            self._snapshot_dirty.add(name)
         model = self.fleet.nodes[name]
         if model.published == model.snapshot():
-            self.stale_since[name] = None
+            self.stale_since.pop(name, None)
 
     def _served(self, name: str) -> None:
         """The node's allocations changed (podresources now serves the new state)."""
@@ -477,8 +488,8 @@ class Simulation:
         self._stranded_memo.pop(name, None)
         if self.strategy.view == VIEW_TRUTH:
             self.version += 1
-        if self.stale_since[name] is None:
-            self.stale_since[name] = self.clock.now
+            self._snapshot_dirty.add(name)
+        self.stale_since.setdefault(name, self.clock.now)
         if name not in self._export_due:
             self._export_due.add(name)
             self.events.push(self.clock.now + self.settings.exporter_delay, EXPORT, name)
