@@ -474,12 +474,13 @@ class Simulation:
 
     def _published(self, effect: PublishNrt) -> None:
         name = effect.node
+        if self.strategy.view != VIEW_PUBLISHED:
+            return  # this strategy never reads the published NRT
         self.published[name] = read_nrt(effect.body, source=f"NRT of {name}")
-        if self.strategy.view == VIEW_PUBLISHED:
-            self.version += 1
-            self._snapshot_dirty.add(name)
+        self.version += 1
+        self._snapshot_dirty.add(name)
         model = self.fleet.nodes[name]
-        if model.published == model.snapshot():
+        if self.strategy.reads_lagged_nrt and model.published == model.snapshot():
             self.stale_since.pop(name, None)
 
     def _served(self, name: str) -> None:
