@@ -118,8 +118,12 @@ class Simulation:
         scenario: Scenario,
         strategy: Strategy,
         progress: Progress | None = None,
+        shortcuts: bool = True,
     ) -> None:
         self.scenario = scenario
+        #: Reuse evaluations and decide known failures without a cycle (False: the slow
+        #: reference the tests compare with; results are identical).
+        self.shortcuts = shortcuts
         self.strategy = strategy
         self.settings = s = scenario.settings
         self.progress = progress
@@ -302,7 +306,7 @@ class Simulation:
             cycle: SchedulingCycle | None = None
             pristine = True  # nothing bound yet in this cycle
             for record in ready:
-                if self._failed_shapes.get(record.shape) == self.version:
+                if self.shortcuts and self._failed_shapes.get(record.shape) == self.version:
                     self._unschedulable(record, now)
                     continue
                 if cycle is None:
@@ -310,7 +314,8 @@ class Simulation:
                         ClusterSnapshot(nodes=self._node_snapshots()),
                         self.plugin,
                         reserve=self.strategy.reserve,
-                        memo=self.memo,
+                        memo=self.memo if self.shortcuts else None,
+                        reuse=self.shortcuts,
                         node_pods=self._pods_by_node(),
                     )
                 decision = cycle.schedule(record.spec)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fakenrt.simulate.engine import simulate
+from fakenrt.simulate.engine import Simulation, simulate
 from fakenrt.simulate.limits import LimitError
 from fakenrt.simulate.strategies import BY_NAME, NAMES
 from tests.simulate.builders import TWO_ZONES_SNN, pod, profiles, scenario, workload
@@ -171,3 +171,28 @@ def test_a_run_stops_with_an_error_past_the_attempt_limit(monkeypatch: pytest.Mo
     items = workload((0, HOUR, pod("huge", gpu=8)))  # no zone has 8 GPUs: never placed
     with pytest.raises(LimitError, match="more than 5 failed scheduling attempts"):
         simulate(scenario(nodes, items, duration=HOUR), BY_NAME["oracle"])
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    arrivals=st.lists(
+        st.tuples(st.integers(0, 300), st.integers(30, 900), st.integers(0, 8), st.integers(1, 8)),
+        min_size=1,
+        max_size=16,
+    ),
+    strategy=st.sampled_from(NAMES),
+)
+def test_shortcuts_change_nothing(
+    *, arrivals: list[tuple[int, int, int, int]], strategy: str
+) -> None:
+    nodes = profiles(RESTRICTED_AND_SNN)
+    items = workload(
+        *(
+            (float(at), float(run), pod(f"p{i}", gpu=gpu, cpu=cpu))
+            for i, (at, run, gpu, cpu) in enumerate(arrivals)
+        )
+    )
+    run = scenario(nodes, items, duration=1800.0, nrt_delay=20.0, nrt_jitter=10.0, requeue=True)
+    fast = Simulation(scenario=run, strategy=BY_NAME[strategy]).run()
+    slow = Simulation(scenario=run, strategy=BY_NAME[strategy], shortcuts=False).run()
+    assert fast == slow
