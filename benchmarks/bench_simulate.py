@@ -33,6 +33,14 @@ from fakenrt.simulate.strategies import BY_NAME, NAMES
 from fakenrt.simulate.sweep import plan
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (the machine is shared, so
+    wall time depends on the load; CPU time much less)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def default_scenario() -> Scenario:
     return load_scenario(bundled_scenario(), Overrides())
 
@@ -42,12 +50,15 @@ def bench_default(jobs: int) -> None:
     runs = plan(scenario, list(NAMES), None)
     for label, workers in ((f"{jobs} worker processes", jobs), ("one process", 1)):
         start = time.perf_counter()
+        cpu_start = _cpu()
         results = execute(runs, jobs=workers)
         wall = time.perf_counter() - start
+        cpu = _cpu() - cpu_start
         pods = len(scenario.workload) * len(results)
         print(
-            f"default scenario, {len(results)} strategies, {label}: {wall:.1f} s wall, "
-            f"{pods / wall:,.0f} simulated pods per wall second "
+            f"default scenario, {len(results)} strategies, {label}: {wall:.1f} s wall "
+            f"({cpu:.1f} CPU-s; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs), "
+            f"{pods / wall:,.0f} simulated pods per wall second, {pods / cpu:,.0f} per CPU-second "
             f"({len(scenario.workload)} pods x {len(results)} strategies)"
         )
 
@@ -72,11 +83,13 @@ def scale_scenario(nodes: int, pods: int) -> Scenario:
 
 def _scale_child(nodes: int, pods: int, strategy: str, out: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
     scenario = scale_scenario(nodes, pods)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     result = simulate(scenario, BY_NAME[strategy])
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    out.put((len(scenario.nodes), len(scenario.workload), wall, peak_kib, dict(result.figures)))
+    out.put(
+        (len(scenario.nodes), len(scenario.workload), wall, cpu, peak_kib, dict(result.figures))
+    )
 
 
 def bench_scale(nodes: int, pods: int, strategy: str) -> None:
@@ -84,11 +97,12 @@ def bench_scale(nodes: int, pods: int, strategy: str) -> None:
     queue: multiprocessing.Queue = context.Queue()  # type: ignore[type-arg]
     child = context.Process(target=_scale_child, args=(nodes, pods, strategy, queue))
     child.start()
-    n_nodes, n_pods, wall, peak_kib, figures = queue.get()
+    n_nodes, n_pods, wall, cpu, peak_kib, figures = queue.get()
     child.join()
     print(
-        f"scale, {strategy}: {n_nodes} nodes, {n_pods} pods over 24 h: {wall:.1f} s wall, "
-        f"{n_pods / wall:,.0f} pods per second, peak memory {peak_kib / 1024:,.0f} MiB; "
+        f"scale, {strategy}: {n_nodes} nodes, {n_pods} pods over 24 h: {wall:.1f} s wall "
+        f"({cpu:.1f} CPU-s), {n_pods / wall:,.0f} pods per wall second, "
+        f"{n_pods / cpu:,.0f} per CPU-second, peak memory {peak_kib / 1024:,.0f} MiB; "
         f"binds {figures['binds']}, TAE {figures['topology_affinity_errors']}, "
         f"GPU utilization {figures['gpu_utilization']}"
     )
