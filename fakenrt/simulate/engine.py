@@ -20,6 +20,7 @@ The parts are the project's own cores, wired through simulated time:
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -194,6 +195,9 @@ class Simulation:
         # such an attempt is decided without building a cycle (the decision is identical).
         self.version = 0
         self._failed_shapes: dict[str, int] = {}
+        # Pending pods by next attempt: (next_try, sequence, pod key).
+        self._retries: list[tuple[float, int, str]] = []
+        self._sequence = 0
 
     # ---- the run ----------------------------------------------------------------------
 
@@ -258,6 +262,7 @@ class Simulation:
             shape=pod_shape(spec),
         )
         self.pending[record.key] = record
+        self._retry_at(record)
         self._arm_cycle(self.clock.now)
 
     def _manifest(self, record: PodRecord, node: str) -> dict[str, Any]:
@@ -297,7 +302,12 @@ class Simulation:
         self._last_tick = tick
         now = self.clock.now
         # ``next_try`` is the backoff's deadline for the pod (``Backoff.failed``).
-        ready = [r for r in self.pending.values() if r.next_try <= now]
+        ready = []
+        while self._retries and self._retries[0][0] <= now:
+            at, _, key = heapq.heappop(self._retries)
+            record = self.pending.get(key)
+            if record is not None and record.next_try == at:
+                ready.append(record)
         ready.sort(key=lambda r: (-r.item.priority, r.created, r.uid))
         if ready:
             self.rec.cycles += 1
@@ -327,7 +337,9 @@ class Simulation:
                 pristine = False
                 self._bind(record, decision)
         if self.pending:
-            self._arm_cycle(min(r.next_try for r in self.pending.values()))
+            earliest = self._earliest_retry()
+            if earliest is not None:
+                self._arm_cycle(earliest)
 
     def _unschedulable(self, record: PodRecord, now: float) -> None:
         self.rec.unschedulable_attempts += 1
@@ -337,6 +349,22 @@ class Simulation:
                 f"{now:.0f}s of simulated time; shorten the duration or add nodes"
             )
         record.next_try = now + self.backoff.failed(record.key, now)
+        self._retry_at(record)
+
+    def _retry_at(self, record: PodRecord) -> None:
+        """Queue the pod's next attempt (entries of pods bound or re-timed since are
+        dropped when they come up)."""
+        self._sequence += 1
+        heapq.heappush(self._retries, (record.next_try, self._sequence, record.key))
+
+    def _earliest_retry(self) -> float | None:
+        while self._retries:
+            at, _, key = self._retries[0]
+            record = self.pending.get(key)
+            if record is not None and record.next_try == at:
+                return at
+            heapq.heappop(self._retries)
+        return None
 
     def _bind(self, record: PodRecord, decision: Decision) -> None:
         node = decision.node
