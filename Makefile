@@ -1,8 +1,9 @@
 # The two commands a new user needs:
 #   make demo   set up the virtualenv and run the main job
-#   make test   set up, build (or reuse) the control-plane binaries, run every gate and test,
-#               then the Kind tests (builds the offline Kind node image on first use: see
-#               docs/kind.md; the cluster is deleted at the end)
+#   make test   set up, build (or reuse) the control-plane binaries and kubectl, install
+#               promtool/prometheus and headless Chromium if missing, run every gate and
+#               test, then the Kind tests (builds the offline Kind node image on first use:
+#               see docs/kind.md; the cluster is deleted at the end)
 # Kind by hand: make image (the project image), make kind-up (cluster + image loaded;
 # prints the kubeconfig path), make kind-down.
 SHELL := /bin/bash
@@ -26,8 +27,13 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.installed-runtime
 
+# The main job: the bundled scenario (16 GPU nodes, a day of pods, NRT lag) under every
+# scheduling strategy; prints the table and writes a self-contained HTML report.
+DEMO_REPORT ?= build/demo-report.html
+
 demo: $(VENV)/.installed-runtime
-	$(BIN)/fakenrt demo
+	@mkdir -p $(dir $(DEMO_REPORT))
+	$(BIN)/fakenrt simulate --report $(DEMO_REPORT)
 
 controlplane:
 	@tests/controlplane/build.sh >/dev/null
@@ -64,6 +70,7 @@ pytest: $(VENV)/.installed-dev
 	NUMA_TESTKIT_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" \
 	NUMA_TESTKIT_KUBECTL="$$(tests/controlplane/build-kubectl.sh)" \
 	NUMA_TESTKIT_PROMETHEUS_BIN="$$(tests/prometheus/install.sh)" \
+	NUMA_TESTKIT_CHROMIUM="$$(tests/setup/chromium.sh)" \
 	$(BIN)/pytest
 
 # The tests marked `kind` (scenario g, tests/kind/): the node image is built first, with
@@ -79,6 +86,7 @@ test: $(VENV)/.installed-dev
 	tests/controlplane/build.sh >/dev/null
 	tests/controlplane/build-kubectl.sh >/dev/null
 	tests/prometheus/install.sh >/dev/null
+	tests/setup/chromium.sh >/dev/null
 	$(MAKE) --no-print-directory lint typecheck imports rules kind-check pytest kind-test
 
 image: $(VENV)/.installed-runtime

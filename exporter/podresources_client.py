@@ -14,19 +14,14 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
 
-from exporter.resources import (
-    AllocatableResources,
-    ContainerResources,
-    DeviceAssignment,
-    MemoryBlock,
-    PodResources,
-)
+from exporter.podresources_convert import device_assignments, memory_blocks, pod_resources
+from exporter.resources import AllocatableResources, PodResources
 from protos.podresources.v1 import api_pb2, api_pb2_grpc
 
 DEFAULT_SOCKET = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
@@ -70,36 +65,6 @@ _BY_CODE: dict[grpc.StatusCode, type[PodResourcesError]] = {
     grpc.StatusCode.UNIMPLEMENTED: PodResourcesUnimplemented,
     grpc.StatusCode.RESOURCE_EXHAUSTED: PodResourcesRateLimited,
 }
-
-
-def _numa_ids(topology: Any) -> tuple[int, ...]:
-    return tuple(sorted({int(node.ID) for node in topology.nodes}))
-
-
-def _devices(items: Iterable[Any]) -> tuple[DeviceAssignment, ...]:
-    return tuple(
-        DeviceAssignment(d.resource_name, tuple(d.device_ids), _numa_ids(d.topology)) for d in items
-    )
-
-
-def _memory(items: Iterable[Any]) -> tuple[MemoryBlock, ...]:
-    return tuple(MemoryBlock(m.memory_type, int(m.size), _numa_ids(m.topology)) for m in items)
-
-
-def _pod(pod: Any) -> PodResources:
-    return PodResources(
-        namespace=pod.namespace,
-        name=pod.name,
-        containers=tuple(
-            ContainerResources(
-                name=c.name,
-                cpu_ids=tuple(c.cpu_ids),
-                devices=_devices(c.devices),
-                memory=_memory(c.memory),
-            )
-            for c in pod.containers
-        ),
-    )
 
 
 class PodResourcesClient:
@@ -180,7 +145,7 @@ class PodResourcesClient:
             LIST,
             lambda stub: stub.List(api_pb2.ListPodResourcesRequest(), timeout=self.timeout_s),
         )
-        return tuple(_pod(p) for p in response.pod_resources)
+        return tuple(pod_resources(p) for p in response.pod_resources)
 
     def allocatable(self) -> AllocatableResources:
         """The node's allocatable exclusive resources (CPUs, devices, memory blocks)."""
@@ -192,8 +157,8 @@ class PodResourcesClient:
         )
         return AllocatableResources(
             cpu_ids=tuple(response.cpu_ids),
-            devices=_devices(response.devices),
-            memory=_memory(response.memory),
+            devices=device_assignments(response.devices),
+            memory=memory_blocks(response.memory),
         )
 
     def allocatable_or_empty(self) -> AllocatableResources:
@@ -214,7 +179,7 @@ class PodResourcesClient:
                 timeout=self.timeout_s,
             ),
         )
-        return _pod(response.pod_resources)
+        return pod_resources(response.pod_resources)
 
     def close(self) -> None:
         self._reset()

@@ -13,6 +13,7 @@ from fakenrt.commands.harness import harness
 from fakenrt.commands.kubelet import kubelet
 from fakenrt.commands.nrt import nrt
 from fakenrt.commands.scheduler import scheduler
+from fakenrt.commands.simulate import simulate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -20,10 +21,11 @@ from fakenrt.commands.scheduler import scheduler
 def main() -> None:
     """fakenrt: NUMA nodes without NUMA hardware.
 
-    Node profiles, a kubelet Topology Manager simulator, NRT objects, fake nodes with
-    podresources sockets, and a reference NUMA scheduler plugin.
+    The main job: `fakenrt simulate` compares scheduling strategies on a whole simulated
+    GPU cluster. Also node profiles, a kubelet Topology Manager simulator, NRT objects,
+    fake nodes with podresources sockets, and a reference NUMA scheduler plugin.
     """
 
 
-for _command in (demo, kubelet, nrt, controller, scheduler, harness, device_plugin):
+for _command in (simulate, demo, kubelet, nrt, controller, scheduler, harness, device_plugin):
     main.add_command(_command)

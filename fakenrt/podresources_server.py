@@ -3,7 +3,7 @@
 It serves exactly what a :class:`PodResourcesSource` reports - the node profile and what
 every pod holds - so a real podresources client (the project's exporter, or any other)
 runs unchanged against a fake node. The only fakenrt module that imports the generated
-gRPC code.
+gRPC code; the messages themselves are built by :mod:`fakenrt.podresources_messages` (pure).
 
 Answers mirror the kubelet (``pkg/kubelet/apis/podresources/server_v1.go``):
 
@@ -33,14 +33,20 @@ from __future__ import annotations
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent import futures
 from pathlib import Path
 from typing import Protocol
 
 import grpc
 
-from fakenrt.kubelet.allocation import INIT, ContainerAllocation, PodAllocation
+from fakenrt.kubelet.allocation import PodAllocation
+from fakenrt.podresources_messages import (
+    DeviceNuma,
+    allocatable_message,
+    device_numa,
+    pod_message,
+)
 from fakenrt.profiles.model import NodeProfile
 from protos.podresources.v1 import api_pb2, api_pb2_grpc
 
@@ -69,90 +75,6 @@ class PodResourcesSource(Protocol):
 
 class PodResourcesServerError(RuntimeError):
     """The server cannot start (bad socket path, address in use, ...)."""
-
-
-# --- messages ------------------------------------------------------------------------
-
-DeviceNuma = dict[tuple[str, str], int | None]
-
-
-def device_numa(profile: NodeProfile) -> DeviceNuma:
-    """(resource, device id) -> the device's NUMA node, None for no-affinity devices."""
-    out: DeviceNuma = {}
-    for zone in profile.zones:
-        for resource, devices in zone.devices.items():
-            for device_id in devices.ids:
-                out[(resource, device_id)] = zone.id
-    for resource, devices in profile.devices.items():
-        for device_id in devices.ids:
-            out[(resource, device_id)] = None
-    return out
-
-
-def _topology(numa: Iterable[int]) -> api_pb2.TopologyInfo:
-    return api_pb2.TopologyInfo(nodes=[api_pb2.NUMANode(ID=n) for n in sorted(numa)])
-
-
-def _device_entry(resource: str, device_id: str, numa: int | None) -> api_pb2.ContainerDevices:
-    if numa is None:
-        return api_pb2.ContainerDevices(resource_name=resource, device_ids=[device_id])
-    return api_pb2.ContainerDevices(
-        resource_name=resource, device_ids=[device_id], topology=_topology([numa])
-    )
-
-
-def _container(c: ContainerAllocation, numa_of: DeviceNuma) -> api_pb2.ContainerResources:
-    return api_pb2.ContainerResources(
-        name=c.name,
-        cpu_ids=sorted(c.cpus),
-        devices=[
-            _device_entry(resource, device_id, numa_of.get((resource, device_id)))
-            for resource in sorted(c.devices)
-            for device_id in c.devices[resource]
-        ],
-        memory=[
-            api_pb2.ContainerMemory(memory_type=b.type, size=b.size, topology=_topology(b.numa))
-            for b in c.memory
-        ],
-    )
-
-
-def pod_message(pod: PodAllocation, numa_of: DeviceNuma) -> api_pb2.PodResources:
-    """A pod as the kubelet lists it: sidecars and regular containers, init ones left out."""
-    return api_pb2.PodResources(
-        name=pod.name,
-        namespace=pod.namespace,
-        containers=[_container(c, numa_of) for c in pod.containers if c.kind != INIT],
-    )
-
-
-def allocatable_message(profile: NodeProfile) -> api_pb2.AllocatableResourcesResponse:
-    """What the node's resource managers can hand out exclusively."""
-    kubelet = profile.kubelet
-    cpus: list[int] = []
-    if kubelet.cpu_manager_policy == "static":
-        every = frozenset().union(*(z.cpus for z in profile.zones))
-        cpus = sorted(every - kubelet.reserved_cpus)
-    devices = [
-        _device_entry(resource, device_id, zone.id)
-        for zone in profile.zones
-        for resource in sorted(zone.devices)
-        for device_id in zone.devices[resource].healthy
-    ]
-    devices += [
-        _device_entry(resource, device_id, None)
-        for resource in sorted(profile.devices)
-        for device_id in profile.devices[resource].healthy
-    ]
-    memory: list[api_pb2.ContainerMemory] = []
-    if kubelet.memory_manager_policy == "Static":
-        for zone in profile.zones:
-            sizes = {"memory": zone.memory, **zone.hugepages}
-            memory += [
-                api_pb2.ContainerMemory(memory_type=name, size=size, topology=_topology([zone.id]))
-                for name, size in sorted(sizes.items())
-            ]
-    return api_pb2.AllocatableResourcesResponse(devices=devices, cpu_ids=cpus, memory=memory)
 
 
 # --- rate limit ----------------------------------------------------------------------

@@ -22,7 +22,8 @@ class Backoff:
         """Record a failure; return the delay before the next attempt."""
         n = self._failures.get(key, 0) + 1
         self._failures[key] = n
-        delay: float = min(self.initial * float(2 ** (n - 1)), self.maximum)
+        # The exponent is capped: 2**1024 does not fit a float (a pod failing for hours).
+        delay: float = min(self.initial * float(2 ** min(n - 1, 64)), self.maximum)
         self._next[key] = now + delay
         return delay
 

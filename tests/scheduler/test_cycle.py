@@ -181,3 +181,32 @@ def test_best_effort_node_reserves_the_aligned_placement() -> None:
     third = cycle.schedule(guaranteed("c", cpu=2, memory="1Gi"))
     assert third.node == "be"
     assert third.placement.empty
+
+
+def test_without_reservation_every_pod_of_the_cycle_sees_the_snapshot_zones() -> None:
+    # 3, 3 and 2 cores on two 4-core zones: without the in-cycle reservation all three
+    # land (the NUMA filter sees 4 free cores per zone each time; whole-node accounting,
+    # 8 cores, still holds), and the first two both pick zone 0.
+    snapshot = ClusterSnapshot(nodes=(node("n1", FOUR_CORE_ZONES),))
+    cycle = SchedulingCycle(snapshot, NumaPlugin(), reserve=False)
+    books = cycle.books["n1"]
+    assert books.ledger is not None
+    zones_before = books.ledger.snapshot()
+    decisions = [
+        cycle.schedule(guaranteed(name, cpu=c, memory="1Gi"))
+        for name, c in (("a", 3), ("b", 3), ("c", 2))
+    ]
+    assert [d.node for d in decisions] == ["n1", "n1", "n1"]
+    assert [d.placement.zones for d in decisions] == [(0,), (0,), (0,)]
+    assert books.ledger.snapshot() == zones_before
+    assert books.requested["cpu"] == 8
+    cycle.forget(decisions[0])
+    assert books.requested["cpu"] == 5 and books.ledger.snapshot() == zones_before
+
+
+def test_backoff_stays_at_its_maximum_after_thousands_of_failures() -> None:
+    # 2**1024 does not fit a float: a pod unschedulable for hours must not crash the loop.
+    backoff = Backoff(initial=1.0, maximum=10.0)
+    delays = [backoff.failed("p", float(n)) for n in range(2000)]
+    assert delays[:5] == [1.0, 2.0, 4.0, 8.0, 10.0]
+    assert set(delays[4:]) == {10.0}

@@ -1,0 +1,1 @@
+"""The bundled scenario of ``fakenrt simulate`` (what ``make demo`` runs)."""

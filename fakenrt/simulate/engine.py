@@ -1,0 +1,614 @@
+"""One strategy's run: the whole cluster as a discrete-event simulation. Pure.
+
+The parts are the project's own cores, wired through simulated time:
+
+* **kubelets, NRT lag** - the controller's :class:`~fakenrt.controller.fleet.Fleet` (the
+  kubelet simulator admitting bound pods in bind order, Running or Failed with the
+  kubelet's reason, release on completion, NRT published through each node's
+  :class:`~fakenrt.controller.lag.LagPipeline`), fed pod manifests as the watch would;
+* **exporter** - after ``exporter_delay`` the node's podresources view is built as the
+  fake podresources server builds it (:mod:`fakenrt.podresources_messages`, real protobuf
+  messages), converted as the exporter's client converts it and derived by
+  :func:`exporter.placement.derive_placement` into the observed annotations;
+* **scheduler** - every ``period`` (when some pending pod's backoff has expired) one
+  :class:`~fakenrt.scheduler.cycle.SchedulingCycle` over a snapshot of the strategy's view,
+  the predicted annotation written at bind, :class:`~fakenrt.scheduler.backoff.Backoff`
+  for pods that fit nowhere;
+* **controller of the workload** - a pod the kubelet rejected is re-created under a new
+  name (``<name>-r<n>``), at most ``max_requeues`` times.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from typing import Any
+
+from exporter.annotations import (
+    OBSERVED_MEMORY_GROUPS,
+    OBSERVED_PLACEMENT,
+    PREDICTED_PLACEMENT,
+    parse_memory_groups,
+    parse_placement,
+)
+from exporter.placement import annotation_values, derive_placement
+from exporter.podresources_convert import pod_resources
+from exporter.pods import pod_view
+from fakenrt.controller.effects import Effect, PatchPodStatus, PublishNrt, ServePodResources
+from fakenrt.controller.fleet import Fleet
+from fakenrt.controller.nodeobjects import NodeIdentity
+from fakenrt.controller.pods import RUN_DURATION_ANNOTATION
+from fakenrt.controller.settings import ControllerSettings
+from fakenrt.nrt import render_nrt
+from fakenrt.podresources_messages import DeviceNuma, device_numa, pod_message
+from fakenrt.podspec import PodSpec, effective_requests, qos_class
+from fakenrt.profiles.model import NodeProfile
+from fakenrt.profiles.resources import node_allocatable
+from fakenrt.scheduler.backoff import Backoff
+from fakenrt.scheduler.cluster import ClusterSnapshot, NodeSnapshot
+from fakenrt.scheduler.cycle import CycleMemo, Decision, SchedulingCycle, pod_shape
+from fakenrt.scheduler.ledger import ZoneLedger
+from fakenrt.scheduler.nrt import read_nrt
+from fakenrt.scheduler.plugin import NumaPlugin
+from fakenrt.scheduler.reconstruction import NodePod
+from fakenrt.scheduler.topology import NumaTopology
+from fakenrt.simulate.clock import ARRIVAL, CYCLE, EXPORT, SAMPLE, Clock, EventQueue
+from fakenrt.simulate.limits import MAX_ATTEMPTS, LimitError
+from fakenrt.simulate.metrics import Recorder, StrategyResult, summarize
+from fakenrt.simulate.scenario import Scenario
+from fakenrt.simulate.strategies import (
+    SEES_ALL,
+    SEES_PREDICTED,
+    VIEW_NONE,
+    VIEW_PUBLISHED,
+    VIEW_TRUTH,
+    Strategy,
+)
+from fakenrt.simulate.workload import GPU, WorkItem
+
+#: Utilization / stranded-GPU samples per run.
+SAMPLES = 240
+#: Lease and status timers of the fleet are pushed beyond any horizon.
+_NEVER = 1e15
+
+Progress = Callable[[float], None]
+
+
+@dataclass(eq=False)
+class PodRecord:
+    """One Pod object of the simulated API server (a re-created pod is a new record)."""
+
+    item: WorkItem
+    spec: PodSpec
+    uid: str
+    created: float
+    attempt: int
+    gpus: int
+    phase: str = "Pending"
+    node: str = ""
+    predicted: str | None = None
+    observed: dict[str, str] = field(default_factory=dict)
+    started: float | None = None
+    next_try: float = 0.0
+    manifest: dict[str, Any] = field(default_factory=dict)
+    shape: str = ""
+    key: str = ""
+
+    def __post_init__(self) -> None:
+        self.key = self.spec.key
+
+
+def _zones_of_placement(value: str) -> set[int]:
+    return {z.numa_id for z in parse_placement(value) if any(z.amounts.values())}
+
+
+def _observed_zones(observed: Mapping[str, str]) -> set[int]:
+    zones = _zones_of_placement(observed.get(OBSERVED_PLACEMENT, "[]"))
+    for group in parse_memory_groups(observed.get(OBSERVED_MEMORY_GROUPS, "[]")) or ():
+        if len(group.numa_ids) > 1:
+            zones |= set(group.numa_ids)
+    return zones
+
+
+class Simulation:
+    def __init__(
+        self,
+        *,
+        scenario: Scenario,
+        strategy: Strategy,
+        progress: Progress | None = None,
+        shortcuts: bool = True,
+    ) -> None:
+        self.scenario = scenario
+        #: Reuse evaluations and decide known failures without a cycle (False: the slow
+        #: reference the tests compare with; results are identical).
+        self.shortcuts = shortcuts
+        self.strategy = strategy
+        self.settings = s = scenario.settings
+        self.progress = progress
+        self.horizon = scenario.horizon
+        self.clock = Clock()
+        self.events: EventQueue[Any] = EventQueue()
+        self.rec = Recorder()
+        self.plugin = NumaPlugin(strategy.plugin_args(s.plugin))
+        self.truth_plugin = NumaPlugin(replace(s.plugin, reconstruct_available=False))
+        self.memo = CycleMemo()
+        self.backoff = Backoff()
+        self.profiles: dict[str, NodeProfile] = {p.name: p for p in scenario.nodes}
+        self.names = tuple(sorted(self.profiles))
+        controller = ControllerSettings(
+            seed=s.seed,
+            start_delay=s.start_delay,
+            nrt_delay=s.nrt_delay,
+            nrt_jitter=s.nrt_jitter,
+            nrt_refresh=0.0,
+            lease_renew_interval=_NEVER,
+            node_status_interval=0.0,
+        )
+        self.fleet = Fleet(
+            [(p, NodeIdentity(p.name, i)) for i, p in enumerate(scenario.nodes)],
+            controller,
+            clock=self.clock,
+        )
+        self.allocatable = {
+            n: {k: Decimal(v) for k, v in node_allocatable(p).items()}
+            for n, p in self.profiles.items()
+        }
+        self.total_gpus = sum(int(a.get(GPU, 0)) for a in self.allocatable.values())
+        self.gpus_used: dict[str, int] = dict.fromkeys(self.names, 0)
+        self.gpus_in_use = 0
+        self._since = 0.0
+        self.cpu_maps = {
+            n: {cpu: z.id for z in p.zones for cpu in z.cpus} for n, p in self.profiles.items()
+        }
+        self.device_numa: dict[str, DeviceNuma] = {
+            n: device_numa(p) for n, p in self.profiles.items()
+        }
+        self.memory_static = {
+            n: p.kubelet.memory_manager_policy == "Static" for n, p in self.profiles.items()
+        }
+        # The API server's pods: pending ones, and bound ones not yet terminal.
+        self.pending: dict[str, PodRecord] = {}
+        self.bound: dict[str, PodRecord] = {}
+        self.members: dict[str, dict[str, NodePod]] = {n: {} for n in self.names}
+        self._node_pods: dict[str, tuple[NodePod, ...]] = dict.fromkeys(self.names, ())
+        self._dirty_pods: set[str] = set()
+        self._uids = 0
+        # NRT as published (the lagged view) and the kubelet's truth (rendered lazily).
+        self.published: dict[str, NumaTopology] = {}
+        self.truth: dict[str, NumaTopology] = {}
+        self._truth_dirty: set[str] = set(self.names)
+        self._snapshots: dict[str, NodeSnapshot] = {}
+        self._snapshot_dirty: set[str] = set(self.names)
+        self._nodes: tuple[NodeSnapshot, ...] = ()
+        #: Nodes whose published NRT lags the kubelet -> since when.
+        self.stale_since: dict[str, float] = {}
+        self._export_due: set[str] = set()
+        self._stranded_memo: dict[str, tuple[NumaTopology, dict[str, bool]]] = {}
+        self._cycle_tick: int | None = None
+        self._last_tick = -1
+        # Bumped whenever anything the strategy's cycle reads changes (a node's NRT in its
+        # view, the pods on a node, their phase or annotations). A shape that fitted
+        # nowhere at the start of a cycle fits nowhere again while it is unchanged, so
+        # such an attempt is decided without building a cycle (the decision is identical).
+        self.version = 0
+        self._failed_shapes: dict[str, int] = {}
+        # Pending pods by next attempt: (next_try, sequence, pod key).
+        self._retries: list[tuple[float, int, str]] = []
+        self._sequence = 0
+
+    # ---- the run ----------------------------------------------------------------------
+
+    def run(self) -> StrategyResult:
+        self._apply(self.fleet.start([]))
+        # The start publishes every node's NRT and serves its (empty) podresources: in sync.
+        self.stale_since = {}
+        for item in self.scenario.workload:
+            if item.at <= self.horizon:
+                self.events.push(item.at, ARRIVAL, (item, 0))
+        step = self.horizon / SAMPLES if self.horizon > 0 else 0.0
+        if step > 0:
+            for i in range(SAMPLES + 1):
+                self.events.push(i * step, SAMPLE, None)
+        while True:
+            due_events = self.events.next_due()
+            due_fleet = self.fleet.next_due()
+            t = min(x for x in (due_events, due_fleet, float("inf")) if x is not None)
+            if t > self.horizon or t == float("inf"):
+                break
+            self.clock.now = t
+            if due_fleet is not None and due_fleet <= t:
+                self._apply(self.fleet.advance())
+                continue
+            _, kind, payload = self.events.pop()
+            if kind == EXPORT:
+                self._observe(payload)
+            elif kind == ARRIVAL:
+                self._arrive(*payload)
+            elif kind == CYCLE:
+                self._cycle()
+            elif kind == SAMPLE:
+                self._sample()
+        self.clock.now = self.horizon
+        self._integrate()
+        return summarize(
+            self.strategy.name,
+            self.rec,
+            total_gpus=self.total_gpus,
+            horizon=self.horizon,
+            pending_at_end=len(self.pending),
+            running_at_end=sum(1 for r in self.bound.values() if r.phase == "Running"),
+            reads_lagged_nrt=self.strategy.reads_lagged_nrt,
+            predicts=self.strategy.predicts,
+        )
+
+    # ---- workload ---------------------------------------------------------------------
+
+    def _arrive(self, item: WorkItem, attempt: int) -> None:
+        spec = (
+            item.spec if attempt == 0 else replace(item.spec, name=f"{item.spec.name}-r{attempt}")
+        )
+        self._uids += 1
+        record = PodRecord(
+            item=item,
+            spec=spec,
+            uid=f"sim-{self._uids:08d}",
+            created=self.clock.now,
+            attempt=attempt,
+            gpus=item.gpus,
+            next_try=self.clock.now,
+            shape=pod_shape(spec),
+        )
+        self.pending[record.key] = record
+        self._retry_at(record)
+        self._arm_cycle(self.clock.now)
+
+    def _manifest(self, record: PodRecord, node: str) -> dict[str, Any]:
+        base = record.item.manifest
+        meta = dict(base.get("metadata") or {})
+        annotations = dict(meta.get("annotations") or {})
+        annotations[RUN_DURATION_ANNOTATION] = format(record.item.duration, ".3f")
+        if record.predicted is not None:
+            annotations[PREDICTED_PLACEMENT] = record.predicted
+        meta.update(
+            name=record.spec.name,
+            namespace=record.spec.namespace,
+            uid=record.uid,
+            annotations=annotations,
+        )
+        return {
+            **base,
+            "metadata": meta,
+            "spec": {**base["spec"], "nodeName": node},
+            "status": {"phase": record.phase, "qosClass": str(qos_class(record.spec))},
+        }
+
+    # ---- scheduling -------------------------------------------------------------------
+
+    def _arm_cycle(self, earliest: float) -> None:
+        period = self.settings.period
+        tick = max(int(-(-earliest // period)), self._last_tick + 1)
+        if self._cycle_tick is None or tick < self._cycle_tick:
+            self._cycle_tick = tick
+            self.events.push(tick * period, CYCLE, tick)
+
+    def _cycle(self) -> None:
+        tick = round(self.clock.now / self.settings.period)
+        if tick != self._cycle_tick:
+            return  # superseded by an earlier cycle
+        self._cycle_tick = None
+        self._last_tick = tick
+        now = self.clock.now
+        # ``next_try`` is the backoff's deadline for the pod (``Backoff.failed``).
+        ready = []
+        while self._retries and self._retries[0][0] <= now:
+            at, _, key = heapq.heappop(self._retries)
+            record = self.pending.get(key)
+            if record is not None and record.next_try == at:
+                ready.append(record)
+        ready.sort(key=lambda r: (-r.item.priority, r.created, r.uid))
+        if ready:
+            self.rec.cycles += 1
+            if self.strategy.reads_lagged_nrt:
+                self._count_staleness(now)
+            cycle: SchedulingCycle | None = None
+            pristine = True  # nothing bound yet in this cycle
+            for record in ready:
+                if self.shortcuts and self._failed_shapes.get(record.shape) == self.version:
+                    self._unschedulable(record, now)
+                    continue
+                if cycle is None:
+                    cycle = SchedulingCycle(
+                        ClusterSnapshot(nodes=self._node_snapshots()),
+                        self.plugin,
+                        reserve=self.strategy.reserve,
+                        memo=self.memo if self.shortcuts else None,
+                        reuse=self.shortcuts,
+                        node_pods=self._pods_by_node(),
+                    )
+                decision = cycle.schedule(record.spec)
+                if decision.node is None:
+                    if pristine:
+                        self._failed_shapes[record.shape] = self.version
+                    self._unschedulable(record, now)
+                    continue
+                pristine = False
+                self._bind(record, decision)
+        if self.pending:
+            earliest = self._earliest_retry()
+            if earliest is not None:
+                self._arm_cycle(earliest)
+
+    def _unschedulable(self, record: PodRecord, now: float) -> None:
+        self.rec.unschedulable_attempts += 1
+        if self.rec.unschedulable_attempts > MAX_ATTEMPTS:
+            raise LimitError(
+                f"{self.strategy.name}: more than {MAX_ATTEMPTS} failed scheduling attempts by "
+                f"{now:.0f}s of simulated time; shorten the duration or add nodes"
+            )
+        record.next_try = now + self.backoff.failed(record.key, now)
+        self._retry_at(record)
+
+    def _retry_at(self, record: PodRecord) -> None:
+        """Queue the pod's next attempt (entries of pods bound or re-timed since are
+        dropped when they come up)."""
+        self._sequence += 1
+        heapq.heappush(self._retries, (record.next_try, self._sequence, record.key))
+
+    def _earliest_retry(self) -> float | None:
+        while self._retries:
+            at, _, key = self._retries[0]
+            record = self.pending.get(key)
+            if record is not None and record.next_try == at:
+                return at
+            heapq.heappop(self._retries)
+        return None
+
+    def _bind(self, record: PodRecord, decision: Decision) -> None:
+        node = decision.node
+        assert node is not None
+        now = self.clock.now
+        del self.pending[record.key]
+        self.backoff.forget(record.key)
+        if self.strategy.predicts:
+            record.predicted = decision.placement.annotation()
+        record.node = node
+        self.rec.binds += 1
+        self.rec.pending_times.append(now - record.created)
+        self.bound[record.key] = record
+        self._set_member(record)
+        record.manifest = self._manifest(record, node)
+        self._apply(self.fleet.pod_event("ADDED", record.manifest))
+
+    def _node_snapshots(self) -> tuple[NodeSnapshot, ...]:
+        """Every node as the strategy sees it; the same tuple while nothing changed."""
+        if self._snapshot_dirty:
+            for name in self._snapshot_dirty:
+                self._snapshot(name)
+            self._snapshot_dirty.clear()
+            self._nodes = tuple(self._snapshots[n] for n in self.names)
+        return self._nodes
+
+    def _snapshot(self, name: str) -> NodeSnapshot:
+        view = self.strategy.view
+        nrt: NumaTopology | None = None
+        if view == VIEW_TRUTH:
+            nrt = self._truth(name)
+        elif view != VIEW_NONE:
+            nrt = self.published[name]
+        kept = self._snapshots.get(name)
+        if kept is None or kept.nrt is not nrt:
+            kept = self._snapshots[name] = NodeSnapshot(
+                name=name, allocatable=self.allocatable[name], nrt=nrt
+            )
+        return kept
+
+    def _truth(self, name: str) -> NumaTopology:
+        if name in self._truth_dirty or name not in self.truth:
+            snap = self.fleet.nodes[name].snapshot()
+            body = render_nrt(self.profiles[name], usage=snap.usage, pods=snap.pods)
+            self.truth[name] = read_nrt(body, source=f"NRT of {name}")
+            self._truth_dirty.discard(name)
+        return self.truth[name]
+
+    def _count_staleness(self, now: float) -> None:
+        self.rec.nrt_reads += len(self.names)
+        for since in self.stale_since.values():
+            age = now - since
+            self.rec.stale_reads += 1
+            self.rec.stale_age_sum += age
+            self.rec.stale_age_max = max(self.rec.stale_age_max, age)
+
+    # ---- the scheduler's view of bound pods ------------------------------------------
+
+    def _set_member(self, record: PodRecord) -> None:
+        sees = self.strategy.sees
+        annotations: dict[str, str] = {}
+        if sees in (SEES_PREDICTED, SEES_ALL) and record.predicted is not None:
+            annotations[PREDICTED_PLACEMENT] = record.predicted
+        if sees == SEES_ALL:
+            annotations.update(record.observed)
+        spec = replace(record.spec, node_name=record.node, annotations=annotations)
+        self.members[record.node][record.key] = NodePod(spec=spec, phase=record.phase)
+        self._dirty_pods.add(record.node)
+        self.version += 1
+
+    def _drop_member(self, record: PodRecord) -> None:
+        self.members[record.node].pop(record.key, None)
+        self._dirty_pods.add(record.node)
+        self.version += 1
+
+    def _pods_by_node(self) -> dict[str, tuple[NodePod, ...]]:
+        for name in self._dirty_pods:
+            self._node_pods[name] = tuple(self.members[name].values())
+        self._dirty_pods.clear()
+        return self._node_pods
+
+    # ---- the fleet's effects ----------------------------------------------------------
+
+    def _apply(self, effects: list[Effect]) -> None:
+        finished: list[PodRecord] = []
+        for effect in effects:
+            if isinstance(effect, PatchPodStatus):
+                record = self.bound.get(f"{effect.namespace}/{effect.name}")
+                if (
+                    record is not None
+                    and record.uid == effect.uid
+                    and self._status(record, effect.status)
+                ):
+                    finished.append(record)
+            elif isinstance(effect, PublishNrt):
+                self._published(effect)
+            elif isinstance(effect, ServePodResources):
+                self._served(effect.node)
+        for record in finished:
+            record.manifest["status"] = {"phase": record.phase}
+            self._apply(self.fleet.pod_event("DELETED", record.manifest))
+
+    def _integrate(self) -> None:
+        now = self.clock.now
+        self.rec.gpu_seconds += self.gpus_in_use * (now - self._since)
+        self._since = now
+
+    def _status(self, record: PodRecord, status: Mapping[str, Any]) -> bool:
+        """Apply a status patch; True when the pod became terminal."""
+        phase = status.get("phase")
+        now = self.clock.now
+        if phase == "Running" and record.phase != "Running":
+            record.phase = "Running"
+            record.started = now
+            self._integrate()
+            self.gpus_in_use += record.gpus
+            self.gpus_used[record.node] += record.gpus
+            self._set_member(record)
+            return False
+        if phase not in ("Succeeded", "Failed"):
+            return False
+        if record.phase == "Running":
+            self._integrate()
+            self.gpus_in_use -= record.gpus
+            self.gpus_used[record.node] -= record.gpus
+        record.phase = str(phase)
+        del self.bound[record.key]
+        self._drop_member(record)
+        if phase == "Succeeded":
+            self.rec.completed += 1
+            return True
+        reason = str(status.get("reason") or "Failed")
+        self.rec.failures[reason] += 1
+        if self.settings.requeue and record.attempt < self.settings.max_requeues:
+            self.rec.requeued += 1
+            self._arrive(record.item, record.attempt + 1)
+        else:
+            self.rec.dropped += 1
+        return True
+
+    def _published(self, effect: PublishNrt) -> None:
+        name = effect.node
+        if self.strategy.view != VIEW_PUBLISHED:
+            return  # this strategy never reads the published NRT
+        self.published[name] = read_nrt(effect.body, source=f"NRT of {name}")
+        self.version += 1
+        self._snapshot_dirty.add(name)
+        model = self.fleet.nodes[name]
+        if self.strategy.reads_lagged_nrt and model.published == model.snapshot():
+            self.stale_since.pop(name, None)
+
+    def _served(self, name: str) -> None:
+        """The node's allocations changed (podresources now serves the new state)."""
+        self._truth_dirty.add(name)
+        self._stranded_memo.pop(name, None)
+        if self.strategy.view == VIEW_TRUTH:
+            self.version += 1
+            self._snapshot_dirty.add(name)
+        self.stale_since.setdefault(name, self.clock.now)
+        if name not in self._export_due:
+            self._export_due.add(name)
+            self.events.push(self.clock.now + self.settings.exporter_delay, EXPORT, name)
+
+    # ---- the exporter -----------------------------------------------------------------
+
+    def _observe(self, name: str) -> None:
+        """The node's exporter lists podresources and annotates the pods it has not yet
+        observed (a pod's allocation never changes while it runs)."""
+        self._export_due.discard(name)
+        allocations = self.fleet.nodes[name].state.allocations()
+        for key, allocation in allocations.items():
+            record = self.bound.get(key)
+            if record is None or record.node != name or record.observed:
+                continue
+            report = pod_resources(pod_message(allocation, self.device_numa[name]))
+            view = pod_view(record.manifest)
+            expected = view.expected_memory_containers(
+                memory_manager_static=self.memory_static[name]
+            )
+            placement = derive_placement(
+                report, self.cpu_maps[name], expected_memory_containers=expected
+            )
+            values = annotation_values(placement)
+            record.observed = {k: v for k, v in values.items() if v is not None}
+            if record.predicted is not None:
+                self.rec.compared += 1
+                if _zones_of_placement(record.predicted) == _observed_zones(record.observed):
+                    self.rec.agreed += 1
+            self._set_member(record)
+
+    # ---- samples ----------------------------------------------------------------------
+
+    def _sample(self) -> None:
+        now = self.clock.now
+        util = self.gpus_in_use / self.total_gpus if self.total_gpus else 0.0
+        self.rec.utilization.append((now, util))
+        self.rec.stranded.append((now, self._stranded()))
+        if self.progress is not None and self.horizon > 0:
+            self.progress(now / self.horizon)
+
+    def _stranded(self) -> int:
+        """Free GPUs on nodes where no pending GPU pod can be placed aligned (judged on the
+        kubelet's true state); 0 when no GPU pod is pending."""
+        shapes: dict[str, PodSpec] = {}
+        for record in self.pending.values():
+            if record.gpus > 0:
+                shapes.setdefault(pod_shape(record.spec), record.spec)
+        if not shapes:
+            return 0
+        stranded = 0
+        for name in self.names:
+            free = int(self.allocatable[name].get(GPU, 0)) - self.gpus_used[name]
+            if free <= 0:
+                continue
+            if not any(self._fits_truly(name, shape, spec) for shape, spec in shapes.items()):
+                stranded += free
+        return stranded
+
+    def _fits_truly(self, name: str, shape: str, spec: PodSpec) -> bool:
+        topology = self._truth(name)
+        kept = self._stranded_memo.get(name)
+        if kept is None or kept[0] is not topology:
+            kept = self._stranded_memo[name] = (topology, {})
+        known = kept[1].get(shape)
+        if known is None:
+            requested: dict[str, Decimal] = {}
+            for pod in self.members[name].values():
+                for res, value in effective_requests(pod.spec).items():
+                    requested[res] = requested.get(res, Decimal(0)) + value
+            allocatable = self.allocatable[name]
+            whole = all(
+                value <= allocatable.get(res, Decimal(0)) - requested.get(res, Decimal(0))
+                for res, value in effective_requests(spec).items()
+            )
+            known = (
+                whole
+                and self.truth_plugin.filter(spec, topology, ZoneLedger.from_nrt(topology)).fit
+            )
+            kept[1][shape] = known
+        return known
+
+
+def simulate(
+    scenario: Scenario, strategy: Strategy, *, progress: Progress | None = None
+) -> StrategyResult:
+    """Run ``scenario`` under ``strategy``."""
+    return Simulation(scenario=scenario, strategy=strategy, progress=progress).run()

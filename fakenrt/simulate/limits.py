@@ -1,0 +1,39 @@
+"""The bounds every input of ``fakenrt simulate`` is checked against (documented in
+``docs/simulate.md``), so hostile sizes fail at once with a clear message instead of
+hanging or eating memory. Pure."""
+
+from __future__ import annotations
+
+#: Trace files larger than this are refused before they are read.
+MAX_TRACE_BYTES = 64 * 2**20
+#: Pods in one workload (trace entries times their ``count``, or generated arrivals).
+MAX_PODS = 200_000
+#: Nodes in one scenario.
+MAX_NODES = 5_000
+#: Simulated time: the horizon, arrivals and run durations (30 days).
+MAX_SECONDS = 30 * 86_400.0
+#: NRT delay / jitter, exporter delay (one day).
+MAX_LAG_SECONDS = 86_400.0
+#: The scheduling period: at least this (10 ms) and at most a day.
+MIN_PERIOD = 0.01
+#: Values in one ``--sweep``.
+MAX_SWEEP_VALUES = 16
+#: Re-creations of one rejected pod.
+MAX_REQUEUES = 100
+#: Scheduling periods in the horizon (horizon / period).
+MAX_CYCLES = 10_000_000
+#: Scheduling attempts in one run (a pod retried every backoff step counts each time); a
+#: run that would need more stops with an error instead of running for hours.
+MAX_ATTEMPTS = 20_000_000
+#: Arrivals per hour of the generator.
+MAX_ARRIVALS_PER_HOUR = 100_000.0
+
+
+class LimitError(ValueError):
+    """An input beyond a documented bound; the message names the input and the bound."""
+
+
+def check_range(value: float, *, name: str, low: float, high: float) -> float:
+    if not (low <= value <= high):
+        raise LimitError(f"{name} must be between {low:.10g} and {high:.10g} (got {value:.10g})")
+    return value
