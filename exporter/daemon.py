@@ -16,8 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry
-
 from exporter import __version__
 from exporter.health import Health, HttpServer
 from exporter.kube_pods import PodApi
@@ -26,6 +24,7 @@ from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher
 from exporter.pod_cache import PodCache
 from exporter.podresources_client import DEFAULT_TIMEOUT_S, PodResourcesClient
+from exporter.promtext import Registry
 from exporter.reconciler import Reconciler
 from exporter.sysfs import read_cpu_numa_map
 
@@ -51,13 +50,13 @@ class Exporter:
         options: Options,
         kube: KubeClient,
         *,
-        registry: CollectorRegistry | None = None,
+        registry: Registry | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
     ) -> None:
         self.options = options
-        self.registry = registry if registry is not None else CollectorRegistry()
+        self.registry = registry if registry is not None else Registry()
         self.metrics = ExporterMetrics(self.registry)
         rng = rng or random.Random()
         self.stop_event = threading.Event()

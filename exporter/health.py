@@ -15,7 +15,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from exporter.promtext import CONTENT_TYPE, Registry
 
 
 class Health:
@@ -84,8 +84,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         if path == "/metrics":
-            body = generate_latest(self.server.registry)
-            self._send(200, body, CONTENT_TYPE_LATEST)
+            self._send(200, self.server.registry.expose(), CONTENT_TYPE)
         elif path in ("/healthz", "/livez"):
             ok, reason = self.server.health.liveness()
             self._send(200 if ok else 503, f"{reason}\n".encode(), "text/plain")
@@ -111,7 +110,7 @@ class _Server(ThreadingHTTPServer):
     on an IPv6-only cluster the kubelet probes the pod's IPv6 address)."""
 
     daemon_threads = True
-    registry: CollectorRegistry
+    registry: Registry
     health: Health
 
     def __init__(self, host: str, port: int) -> None:
@@ -130,7 +129,7 @@ class _Server(ThreadingHTTPServer):
 class HttpServer:
     """Serves /metrics, /healthz and /readyz on one address, in a daemon thread."""
 
-    def __init__(self, address: str, registry: CollectorRegistry, health: Health) -> None:
+    def __init__(self, address: str, registry: Registry, health: Health) -> None:
         host, port = _split_bind_address(address)  # ":port": every interface, v4 and v6
         self._server = _Server(host, port)
         self._server.registry = registry

@@ -28,7 +28,7 @@ from exporter.patching import Patcher, PatchResult, changes_for
 from exporter.placement import PodPlacement, annotation_values, derive_placement
 from exporter.pod_cache import PodCache
 from exporter.podresources_client import PodResourcesError
-from exporter.podresources_wire import PodListDecoder, WireError
+from exporter.podresources_wire import PodListDecoder, WireError, pod_messages
 from exporter.pods import PodView, pod_view
 from exporter.resources import AllocatableResources, PodResources, duplicate_keys
 
@@ -75,6 +75,9 @@ class _Settled:
     """The inputs of the last pass that found every pod as it should be, and its report."""
 
     podresources: bytes
+    #: the answer's pods, still encoded, sorted: the kubelet's pod order need not be
+    #: stable (its pod manager keeps pods in a map, pkg/kubelet/pod/pod_manager.go)
+    pods: tuple[bytes, ...]
     cache_generation: int
     epoch: int
     pods_reported: int
@@ -95,6 +98,13 @@ class _Refusal:
     changes: Mapping[str, str | None]
     delay_s: float
     not_before: float
+
+
+def _sorted_pods(raw: bytes) -> tuple[bytes, ...]:
+    try:
+        return tuple(sorted(pod_messages(raw)))
+    except WireError:
+        return ()
 
 
 class Reconciler:
@@ -223,7 +233,7 @@ class Reconciler:
             settled is not None
             and settled.cache_generation == generation
             and settled.epoch == self._epoch
-            and settled.podresources == raw
+            and (settled.podresources == raw or _sorted_pods(raw) == settled.pods)
         ):
             report.unchanged = True
             report.pods_reported = settled.pods_reported
@@ -293,7 +303,12 @@ class Reconciler:
         self._maybe_reload_cpu_map(frozen_unknown)
         if not pending and not frozen_unknown:
             self._settled = _Settled(
-                raw, generation, self._epoch, len(reports), report.skipped_duplicates
+                raw,
+                _sorted_pods(raw),
+                generation,
+                self._epoch,
+                len(reports),
+                report.skipped_duplicates,
             )
         self._metrics.reconciles.labels("ok").inc()
         self._metrics.last_success.set(self._wall_clock())
