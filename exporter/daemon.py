@@ -30,6 +30,9 @@ from exporter.sysfs import read_cpu_numa_map
 
 log = logging.getLogger(__name__)
 
+#: The latest the HTTP server starts serving after start(), whatever the first pass does.
+HTTP_START_AFTER_S = 2.0
+
 
 @dataclass(frozen=True)
 class Options:
@@ -87,6 +90,14 @@ class Exporter:
         self.http = HttpServer(options.metrics_bind_address, self.registry, self.health)
         self._threads: list[threading.Thread] = []
 
+    def _serve_http(self) -> None:
+        """Serve /metrics and the probes once the first pass has reached the kubelet and
+        the API server (start-up work goes to the annotations first; the port is already
+        bound and queues connections), or after HTTP_START_AFTER_S at the latest."""
+        self.health.reached.wait(HTTP_START_AFTER_S)
+        if not self.stop_event.is_set():
+            self.http.start()
+
     def _sleep(self, seconds: float) -> None:
         self.stop_event.wait(seconds)
 
@@ -102,7 +113,6 @@ class Exporter:
                 "metrics_port": self.http.port,
             },
         )
-        self.http.start()
         for name, target in (
             ("pod-cache", lambda: self.cache.run(self.stop_event)),
             (
@@ -111,6 +121,7 @@ class Exporter:
                     self.stop_event, self.wake, self.options.poll_interval_s
                 ),
             ),
+            ("http-start", self._serve_http),
         ):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
