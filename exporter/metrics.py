@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import platform
+import sys
 
 from exporter import __version__
 from exporter.promtext import Counter, Gauge, Histogram, Registry
@@ -82,4 +82,4 @@ class ExporterMetrics:
             ["version", "python_version"],
             registry=registry,
         )
-        self.build_info.labels(__version__, platform.python_version()).set(1)
+        self.build_info.labels(__version__, "{}.{}.{}".format(*sys.version_info[:3])).set(1)

@@ -120,12 +120,14 @@ class FakePodResources:
         *,
         allocatable: AllocatableResources | None = None,
         get_implemented: bool = True,
+        server_options: Iterable[tuple[str, Any]] = (),
     ) -> None:
         self.socket_path = socket_path
         self.lock = threading.Lock()
         self.pods: list[PodResources] = list(pods)
         self.allocatable = allocatable or AllocatableResources()
         self.get_implemented = get_implemented
+        self.server_options = list(server_options)  # grpc server channel arguments
         self.allocatable_implemented = True
         #: answer List with the pods in a new random order every time, as the kubelet does
         self.shuffle = False
@@ -140,7 +142,7 @@ class FakePodResources:
 
     def start(self) -> FakePodResources:
         self.release.clear()
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), options=self.server_options)
         api_pb2_grpc.add_PodResourcesListerServicer_to_server(_Servicer(self), server)
         server.add_insecure_port(f"unix://{self.socket_path}")
         server.start()
