@@ -75,7 +75,8 @@ def _line(rfile: io.BufferedReader) -> bytes:
 
 
 def _head(rfile: io.BufferedReader) -> tuple[int, dict[str, str]]:
-    status_line = _line(rfile)
+    readline = rfile.readline  # the hot loop of every request: kept tight
+    status_line = readline(MAX_LINE + 1)
     if not status_line:
         raise ConnectionResetError("the server closed the connection")
     parts = status_line.split(None, 2)
@@ -83,31 +84,38 @@ def _head(rfile: io.BufferedReader) -> tuple[int, dict[str, str]]:
         raise HttpError(f"not an HTTP/1.1 status line: {status_line[:80]!r}")
     headers: dict[str, str] = {}
     for _ in range(256):
-        line = _line(rfile)
-        if line in (b"\r\n", b"\n", b""):
+        line = readline(MAX_LINE + 1)
+        if len(line) <= 2:  # b"\r\n", b"\n", or the end
+            if line.strip():
+                raise HttpError("malformed header line")
             return int(parts[1]), headers
-        name, sep, value = line.decode("latin-1").partition(":")
+        if len(line) > MAX_LINE:
+            raise HttpError("answer line longer than 64 KiB")
+        name, sep, value = line.partition(b":")
         if not sep:
             raise HttpError("malformed header line")
-        headers[name.strip().lower()] = value.strip()
+        headers[name.strip().lower().decode("latin-1")] = value.strip().decode("latin-1")
     raise HttpError("more than 256 header lines")
 
 
 def _chunks(rfile: io.BufferedReader) -> Iterator[bytes]:
+    readline, read = rfile.readline, rfile.read
     while True:
-        size_line = _line(rfile)
+        size_line = readline(MAX_LINE + 1)
+        if len(size_line) > MAX_LINE:
+            raise HttpError("answer line longer than 64 KiB")
         try:
-            size = int(size_line.split(b";", 1)[0].strip(), 16)
+            size = int(size_line.split(b";", 1)[0], 16)  # int() ignores the CRLF
         except ValueError:
             raise HttpError(f"bad chunk size {size_line[:40]!r}") from None
         if size == 0:
             while _line(rfile) not in (b"\r\n", b"\n", b""):
                 pass  # trailers
             return
-        data = rfile.read(size)
+        data = read(size)
         if len(data) < size:
             raise ConnectionResetError("the answer ended inside a chunk")
-        _line(rfile)  # the CRLF after the chunk
+        readline(MAX_LINE + 1)  # the CRLF after the chunk
         yield data
 
 

@@ -16,6 +16,7 @@ way, so callers catch one hierarchy whatever the call.
 from __future__ import annotations
 
 import json
+import re
 import ssl
 import threading
 import time
@@ -45,13 +46,19 @@ TOKEN_REREAD_S = 60.0
 #: An exec plugin's token is renewed this long before it expires.
 EXEC_REFRESH_MARGIN_S = 60.0
 LIST_PAGE = 500
+_PLAIN = re.compile(r"[A-Za-z0-9._~-]*")
 
 Query = Mapping[str, str] | Sequence[tuple[str, str]]
 
 
+def _quote(part: str) -> str:
+    # names of API objects need no quoting (DNS labels and subdomains): skip the work
+    return part if _PLAIN.fullmatch(part) else urllib.parse.quote(part, safe="")
+
+
 def path(*parts: str) -> str:
     """An API path from segments, each percent-quoted: ``path("api", "v1", "pods")``."""
-    return "/" + "/".join(urllib.parse.quote(p, safe="") for p in parts)
+    return "/" + "/".join(_quote(p) for p in parts)
 
 
 def _ssl_context(config: ClusterConfig) -> ssl.SSLContext:
