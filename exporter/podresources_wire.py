@@ -7,7 +7,9 @@ runtime (its import costs more start-up time than the whole pass). Decoding foll
 protobuf rules a generated parser follows: fields in any order, unknown fields skipped
 (all wire types, groups included), repeated scalars packed or not, ``int64`` as two's
 complement, the last value of a singular field wins and a singular message met twice is
-merged. Malformed input raises :class:`WireError`.
+merged. Malformed input raises :class:`WireError`: whatever this module reads, the
+generated parser reads the same way; the reverse holds except for some malformed
+groups (a deprecated wire type no proto3 kubelet sends) that it tolerates.
 ``tests/exporter/test_podresources_wire.py`` checks it against the generated code.
 
 :class:`PodListDecoder` decodes a ``List`` answer pod by pod and reuses the value of any
@@ -29,6 +31,7 @@ from exporter.resources import (
 
 VARINT, FIXED64, LENGTH, START_GROUP, END_GROUP, FIXED32 = 0, 1, 2, 3, 4, 5
 _MAX_DEPTH = 32
+MAX_FIELD = 1 << 29
 
 
 class WireError(ValueError):
@@ -66,6 +69,8 @@ def _skip(data: bytes, pos: int, wire: int, field: int, depth: int = 0) -> int:
             raise WireError("groups nested too deeply")
         while True:
             tag, pos = _varint(data, pos)
+            if not 0 < tag >> 3 < MAX_FIELD:
+                raise WireError(f"field number {tag >> 3} out of range")
             if tag & 7 == END_GROUP:
                 if tag >> 3 != field:
                     raise WireError("mismatched end of group")
@@ -87,8 +92,8 @@ def _fields(data: bytes) -> Iterator[tuple[int, int | bytes]]:
     while pos < end:
         tag, pos = _varint(data, pos)
         field, wire = tag >> 3, tag & 7
-        if field == 0:
-            raise WireError("field number 0")
+        if not 0 < field < MAX_FIELD:  # a tag is a uint32: field numbers end at 2**29 - 1
+            raise WireError(f"field number {field} out of range")
         if wire == VARINT:
             value, pos = _varint(data, pos)
             yield field, value
