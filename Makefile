@@ -20,7 +20,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed-runtime: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet -e '.[fakenrt]'
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python

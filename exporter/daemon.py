@@ -16,8 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry
-
 from exporter import __version__
 from exporter.health import Health, HttpServer
 from exporter.kube_pods import PodApi
@@ -26,10 +24,14 @@ from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher
 from exporter.pod_cache import PodCache
 from exporter.podresources_client import DEFAULT_TIMEOUT_S, PodResourcesClient
+from exporter.promtext import Registry
 from exporter.reconciler import Reconciler
 from exporter.sysfs import read_cpu_numa_map
 
 log = logging.getLogger(__name__)
+
+#: The latest the HTTP server starts serving after start(), whatever the first pass does.
+HTTP_START_AFTER_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -51,13 +53,13 @@ class Exporter:
         options: Options,
         kube: KubeClient,
         *,
-        registry: CollectorRegistry | None = None,
+        registry: Registry | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
     ) -> None:
         self.options = options
-        self.registry = registry if registry is not None else CollectorRegistry()
+        self.registry = registry if registry is not None else Registry()
         self.metrics = ExporterMetrics(self.registry)
         rng = rng or random.Random()
         self.stop_event = threading.Event()
@@ -88,6 +90,14 @@ class Exporter:
         self.http = HttpServer(options.metrics_bind_address, self.registry, self.health)
         self._threads: list[threading.Thread] = []
 
+    def _serve_http(self) -> None:
+        """Serve /metrics and the probes once the first pass has reached the kubelet and
+        the API server (start-up work goes to the annotations first; the port is already
+        bound and queues connections), or after HTTP_START_AFTER_S at the latest."""
+        self.health.reached.wait(HTTP_START_AFTER_S)
+        if not self.stop_event.is_set():
+            self.http.start()
+
     def _sleep(self, seconds: float) -> None:
         self.stop_event.wait(seconds)
 
@@ -103,7 +113,6 @@ class Exporter:
                 "metrics_port": self.http.port,
             },
         )
-        self.http.start()
         for name, target in (
             ("pod-cache", lambda: self.cache.run(self.stop_event)),
             (
@@ -112,6 +121,7 @@ class Exporter:
                     self.stop_event, self.wake, self.options.poll_interval_s
                 ),
             ),
+            ("http-start", self._serve_http),
         ):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -77,6 +76,8 @@ def run_exec_plugin(plugin: ExecPlugin) -> ExecCredential:
             "spec": {"interactive": False},
         }
     )
+    import subprocess  # only kubeconfigs with an exec plugin need it
+
     try:
         proc = subprocess.run(
             [plugin.command, *plugin.args],

@@ -12,10 +12,12 @@ import collections
 import socket
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from exporter.promtext import CONTENT_TYPE, Registry
+
+if TYPE_CHECKING:
+    import socketserver
 
 
 class Health:
@@ -32,11 +34,15 @@ class Health:
         self._started = clock()
         self._last_pass: float | None = None
         self.stall_after_s = stall_after_s
+        #: set by the first pass that reached both the kubelet and the API server
+        self.reached = threading.Event()
 
     def record_pass(self, *, podresources_ok: bool, api_ok: bool) -> None:
         with self._lock:
             self._passes.append((podresources_ok, api_ok))
             self._last_pass = self._clock()
+        if podresources_ok and api_ok:
+            self.reached.set()
 
     def readiness(self) -> tuple[bool, str]:
         """(ready, a one-line reason)."""
@@ -78,72 +84,91 @@ def parse_bind_address(address: str) -> tuple[str, int]:
     return host or "0.0.0.0", port
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-
-    def do_GET(self) -> None:
-        path = self.path.split("?", 1)[0]
-        if path == "/metrics":
-            body = generate_latest(self.server.registry)
-            self._send(200, body, CONTENT_TYPE_LATEST)
-        elif path in ("/healthz", "/livez"):
-            ok, reason = self.server.health.liveness()
-            self._send(200 if ok else 503, f"{reason}\n".encode(), "text/plain")
-        elif path == "/readyz":
-            ok, reason = self.server.health.readiness()
-            self._send(200 if ok else 503, f"{reason}\n".encode(), "text/plain")
-        else:
-            self._send(404, b"not found\n", "text/plain")
-
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return  # probes every few seconds would flood the log
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host`` (``""``: every interface, dual-stack where the node
+    has IPv6: on an IPv6-only cluster the kubelet probes the pod's IPv6 address)."""
+    all_interfaces = not host
+    dual_stack = all_interfaces and socket.has_dualstack_ipv6()
+    family = socket.AF_INET6 if ":" in host or dual_stack else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if dual_stack:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind((host, port))
+        sock.listen(16)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
-class _Server(ThreadingHTTPServer):
-    """Serves on ``host`` (``""``: every interface, dual-stack where the node has IPv6:
-    on an IPv6-only cluster the kubelet probes the pod's IPv6 address)."""
+def _serve(sock: socket.socket, registry: Registry, health: Health) -> socketserver.BaseServer:
+    """The HTTP server on an already listening socket (``http.server`` is imported here,
+    once the first pass is done: it is not needed before)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    daemon_threads = True
-    registry: CollectorRegistry
-    health: Health
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                self._send(200, registry.expose(), CONTENT_TYPE)
+            elif path in ("/healthz", "/livez"):
+                ok, reason = health.liveness()
+                self._send(200 if ok else 503, f"{reason}\n".encode(), "text/plain")
+            elif path == "/readyz":
+                ok, reason = health.readiness()
+                self._send(200 if ok else 503, f"{reason}\n".encode(), "text/plain")
+            else:
+                self._send(404, b"not found\n", "text/plain")
 
-    def __init__(self, host: str, port: int) -> None:
-        all_interfaces = not host
-        if ":" in host or (all_interfaces and socket.has_dualstack_ipv6()):
-            self.address_family = socket.AF_INET6
-        self._dual_stack = all_interfaces and self.address_family == socket.AF_INET6
-        super().__init__((host, port), _Handler)
+        def _send(self, status: int, body: bytes, content_type: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
-    def server_bind(self) -> None:
-        if self._dual_stack:
-            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        super().server_bind()
+        def log_message(self, format: str, *args: Any) -> None:
+            return  # probes every few seconds would flood the log
+
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+        address_family = sock.family
+
+    server = Server(sock.getsockname()[:2], Handler, bind_and_activate=False)
+    server.socket.close()
+    server.socket = sock
+    server.server_address = sock.getsockname()
+    server.server_name, server.server_port = (
+        str(server.server_address[0]),
+        int(server.server_address[1]),
+    )
+    return server
 
 
 class HttpServer:
-    """Serves /metrics, /healthz and /readyz on one address, in a daemon thread."""
+    """Serves /metrics, /healthz and /readyz on one address, in a daemon thread. The
+    address is bound at construction (a bad one fails at start-up); ``start()`` serves."""
 
-    def __init__(self, address: str, registry: CollectorRegistry, health: Health) -> None:
+    def __init__(self, address: str, registry: Registry, health: Health) -> None:
         host, port = _split_bind_address(address)  # ":port": every interface, v4 and v6
-        self._server = _Server(host, port)
-        self._server.registry = registry
-        self._server.health = health
-        self._thread = threading.Thread(target=self._server.serve_forever, name="http", daemon=True)
+        self._socket = _listen(host, port)
+        self._registry = registry
+        self._health = health
+        self._server: socketserver.BaseServer | None = None
 
     @property
     def port(self) -> int:
-        return int(self._server.server_address[1])
+        return int(self._socket.getsockname()[1])
 
     def start(self) -> None:
-        self._thread.start()
+        self._server = _serve(self._socket, self._registry, self._health)
+        threading.Thread(target=self._server.serve_forever, name="http", daemon=True).start()
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        else:
+            self._socket.close()

@@ -1,4 +1,5 @@
-"""The project's one Kubernetes API client: plain JSON dicts over urllib3.
+"""The project's one Kubernetes API client: plain JSON dicts over HTTP/1.1
+(``exporter.httpclient``, standard library only).
 
 Every component that talks to the API server (numa-exporter, the fake-node controller,
 the NUMA scheduler loop) uses this client. It deliberately does not import the
@@ -15,14 +16,13 @@ way, so callers catch one hierarchy whatever the call.
 from __future__ import annotations
 
 import json
+import re
 import ssl
 import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
-
-import urllib3
 
 from exporter import __version__
 from exporter.execcredential import (
@@ -31,6 +31,7 @@ from exporter.execcredential import (
     ExecPlugin,
     run_exec_plugin,
 )
+from exporter.httpclient import HttpClient, HttpError, Stream
 from exporter.kubeconfig import ClusterConfig
 from exporter.kubeerrors import ApiError, Transient, error_for_status
 
@@ -45,13 +46,19 @@ TOKEN_REREAD_S = 60.0
 #: An exec plugin's token is renewed this long before it expires.
 EXEC_REFRESH_MARGIN_S = 60.0
 LIST_PAGE = 500
+_PLAIN = re.compile(r"[A-Za-z0-9._~-]*")
 
 Query = Mapping[str, str] | Sequence[tuple[str, str]]
 
 
+def _quote(part: str) -> str:
+    # names of API objects need no quoting (DNS labels and subdomains): skip the work
+    return part if _PLAIN.fullmatch(part) else urllib.parse.quote(part, safe="")
+
+
 def path(*parts: str) -> str:
     """An API path from segments, each percent-quoted: ``path("api", "v1", "pods")``."""
-    return "/" + "/".join(urllib.parse.quote(p, safe="") for p in parts)
+    return "/" + "/".join(_quote(p) for p in parts)
 
 
 def _ssl_context(config: ClusterConfig) -> ssl.SSLContext:
@@ -66,16 +73,6 @@ def _ssl_context(config: ClusterConfig) -> ssl.SSLContext:
     if config.client_cert_file and config.client_key_file:
         context.load_cert_chain(str(config.client_cert_file), str(config.client_key_file))
     return context
-
-
-def _lines(response: Any) -> Iterator[bytes]:
-    pending = b""
-    for chunk in response.stream(64 * 1024, decode_content=True):
-        pending += chunk
-        *lines, pending = pending.split(b"\n")
-        yield from (line for line in lines if line.strip())
-    if pending.strip():
-        yield pending
 
 
 class KubeClient:
@@ -110,16 +107,15 @@ class KubeClient:
         self._wall_clock = wall_clock
         self._run_exec = run_exec
         self._lock = threading.Lock()
-        self._pool = urllib3.PoolManager(
-            num_pools=2,
-            maxsize=pool_size,
-            retries=False,
+        self._http = HttpClient(
+            config.server,
             ssl_context=_ssl_context(config) if config.server.startswith("https") else None,
+            pool_size=pool_size,
         )
 
     def close(self) -> None:
         """Close the pooled connections."""
-        self._pool.clear()
+        self._http.close()
 
     def _authorization(self) -> dict[str, str]:
         if self.config.exec_plugin is not None:
@@ -167,33 +163,33 @@ class KubeClient:
         read_timeout_s: float | None,
         stream: bool,
     ) -> Any:
-        url = self.config.server + url_path
+        target = url_path
         pairs = list(query.items()) if isinstance(query, Mapping) else list(query)
         if pairs:
-            url += "?" + urllib.parse.urlencode(pairs)
+            target += "?" + urllib.parse.urlencode(pairs)
         headers = {"Accept": JSON, "User-Agent": self._user_agent, **self._authorization()}
-        payload = None
+        payload = b""
         if body is not None:
             payload = json.dumps(body).encode()
             headers["Content-Type"] = content_type
-        timeout = urllib3.Timeout(
-            connect=self.connect_timeout_s, read=read_timeout_s or self.read_timeout_s
-        )
+        timeouts = {
+            "connect_timeout_s": self.connect_timeout_s,
+            "read_timeout_s": read_timeout_s or self.read_timeout_s,
+        }
         try:
-            response = self._pool.request(
-                method, url, body=payload, headers=headers, timeout=timeout,
-                preload_content=not stream, redirect=False,
-            )  # fmt: skip
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            if stream:
+                response: Any = self._http.stream(method, target, headers=headers, **timeouts)
+            else:
+                response = self._http.request(
+                    method, target, headers=headers, body=payload, **timeouts
+                )
+        except (HttpError, OSError) as exc:
             raise Transient(0, f"{what}: {type(exc).__name__}: {exc}") from exc
         if response.status >= 400:
             try:
                 data = response.read() if stream else response.data
-            except (urllib3.exceptions.HTTPError, OSError):
+            except (HttpError, OSError):
                 data = b""
-            finally:
-                if stream:
-                    response.release_conn()
             if response.status == 401 and self.config.exec_plugin is not None:
                 with self._lock:  # the token was refused: run the plugin on the next call
                     self._token_refresh_at = float("-inf")
@@ -289,7 +285,8 @@ class KubeClient:
         the server ends the watch after ``timeout_s``. An ``ERROR`` event raises the
         class of its code (410 -> :class:`~exporter.kubeerrors.Gone`); a broken stream
         raises :class:`~exporter.kubeerrors.Transient`. ``on_open`` receives the open
-        urllib3 response: ``shutdown()`` on it ends the stream from another thread."""
+        :class:`~exporter.httpclient.Stream`: ``shutdown()`` on it ends the stream from
+        another thread."""
         what = what or f"watch {url_path}"
         params = [
             *query.items(),
@@ -303,10 +300,11 @@ class KubeClient:
             "GET", url_path, what=what, query=params, body=None, content_type=JSON,
             read_timeout_s=timeout_s + self.read_timeout_s, stream=True,
         )  # fmt: skip
+        assert isinstance(response, Stream)
         if on_open is not None:
             on_open(response)
         try:
-            for line in _lines(response):
+            for line in response.lines():
                 try:
                     event = json.loads(line)
                 except ValueError as exc:
@@ -316,10 +314,10 @@ class KubeClient:
                 if event.get("type") == "ERROR":
                     raise watch_error(event, what)
                 yield event
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
+        except (HttpError, OSError) as exc:
             raise Transient(0, f"{what}: {type(exc).__name__}: {exc}") from exc
         finally:
-            response.release_conn()
+            response.close()
 
 
 def watch_error(event: Mapping[str, Any], what: str) -> ApiError:

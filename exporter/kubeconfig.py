@@ -15,13 +15,10 @@ from __future__ import annotations
 
 import base64
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from exporter.execcredential import ExecPlugin, plugin_from_kubeconfig
 
@@ -92,6 +89,8 @@ def _data_file(data: str, suffix: str, path: Path, field: str) -> Path:
         raw = base64.b64decode(data, validate=True)
     except ValueError as exc:
         raise KubeconfigError(f"{path}: {field} is not base64") from exc
+    import tempfile  # only for inline certificate data
+
     handle, name = tempfile.mkstemp(prefix="numa-kubeconfig-", suffix=suffix)
     with os.fdopen(handle, "wb") as out:
         out.write(raw)
@@ -99,6 +98,8 @@ def _data_file(data: str, suffix: str, path: Path, field: str) -> Path:
 
 
 def from_kubeconfig(path: Path, context: str | None = None) -> ClusterConfig:
+    import yaml  # a DaemonSet runs in-cluster: no YAML to read
+
     try:
         doc = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:

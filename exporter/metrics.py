@@ -1,18 +1,17 @@
-"""The exporter's Prometheus metrics, registered on an injected CollectorRegistry."""
+"""The exporter's Prometheus metrics, registered on an injected ``Registry``."""
 
 from __future__ import annotations
 
-import platform
-
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+import sys
 
 from exporter import __version__
+from exporter.promtext import Counter, Gauge, Histogram, Registry
 
 PREFIX = "numa_exporter"
 
 
 class ExporterMetrics:
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: Registry) -> None:
         self.registry = registry
         self.reconcile_duration = Histogram(
             f"{PREFIX}_reconcile_duration_seconds",
@@ -83,4 +82,4 @@ class ExporterMetrics:
             ["version", "python_version"],
             registry=registry,
         )
-        self.build_info.labels(__version__, platform.python_version()).set(1)
+        self.build_info.labels(__version__, "{}.{}.{}".format(*sys.version_info[:3])).set(1)

@@ -2,8 +2,10 @@
 
 Holds :class:`PodView` values only. ``run()`` lists, then watches from the list's
 resourceVersion, relists on 410 Gone and backs off with jitter on failures; every change
-calls ``on_change`` so the reconciler wakes up. ``connected`` says whether the API server
-answered the last list or watch; ``synced`` is set after the first successful list.
+calls ``on_change`` so the reconciler wakes up, and bumps ``generation`` (an unchanged
+generation means an unchanged cache: the reconciler's cheap steady-state test).
+``connected`` says whether the API server answered the last list or watch; ``synced``
+is set after the first successful list.
 The reconciler also feeds back the objects its patches and re-reads return
 (``upsert``), so it never compares against an older state than its own last write.
 """
@@ -68,6 +70,8 @@ class PodCache:
         self._rng = rng or random.Random()
         self._lock = threading.Lock()
         self._pods: dict[str, PodView] = {}
+        #: incremented (under the lock) by every change to the cached pods
+        self.generation = 0
         self.synced = threading.Event()
         self.connected = False
 
@@ -92,6 +96,7 @@ class PodCache:
         views = [v for v in (self._view(o) for o in objects) if v is not None]
         with self._lock:
             self._pods = {v.key: v for v in views}
+            self.generation += 1
         self.synced.set()
         self._on_change()
 
@@ -110,7 +115,9 @@ class PodCache:
                 old, new = _rv(current.resource_version), _rv(view.resource_version)
                 if old is not None and new is not None and new < old:
                     return current
-            self._pods[view.key] = view
+            if current != view:
+                self._pods[view.key] = view
+                self.generation += 1
         if notify and (current is None or _decision_fields(current) != _decision_fields(view)):
             self._on_change()
         return view
@@ -123,6 +130,7 @@ class PodCache:
             current = self._pods.get(key)
             if current is not None and (uid is None or current.uid == uid):
                 del self._pods[key]
+                self.generation += 1
         self._on_change()
 
     def forget(self, key: str, uid: str) -> None:
@@ -130,6 +138,7 @@ class PodCache:
             current = self._pods.get(key)
             if current is not None and current.uid == uid:
                 del self._pods[key]
+                self.generation += 1
 
     # -- the loop -------------------------------------------------------------------
     def _set_connected(self, ok: bool) -> None:

@@ -1,36 +1,37 @@
-"""gRPC client of the kubelet podresources API (v1) over its unix socket.
+"""Client of the kubelet podresources API (v1) over its unix socket.
 
-The only exporter module that imports the generated code. Every call carries a deadline
-(default 10 s) and the channel accepts messages up to 16 MiB, like established clients.
-Responses are converted into the frozen values of ``exporter.resources``; ``grpc.RpcError``
-is mapped by status code to :class:`PodResourcesError` subclasses.
+The calls go through ``exporter.grpc_unix`` (gRPC over HTTP/2 with the standard library:
+no grpcio, no protobuf runtime) and the answers are decoded by
+``exporter.podresources_wire`` into the frozen values of ``exporter.resources``. Every
+call carries a deadline (default 10 s) and answers are accepted up to 16 MiB, like
+established clients. Failures are :class:`PodResourcesError` subclasses by gRPC status.
 
 The kubelet recreates its socket when it restarts. The client notices a new socket (its
-inode changes) or a failed call (UNAVAILABLE) and builds a fresh channel for the next
-call, so it recovers by itself instead of waiting out gRPC's reconnect backoff.
+inode changes) or a failed call and connects again for the next call, so it recovers by
+itself without a reconnect backoff.
 """
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
-import grpc
-
-from exporter.podresources_convert import device_assignments, memory_blocks, pod_resources
+from exporter.grpc_unix import CallError, UnaryChannel
+from exporter.podresources_wire import (
+    WireError,
+    decode_allocatable,
+    decode_get,
+    decode_list,
+    encode_get_request,
+)
 from exporter.resources import AllocatableResources, PodResources
-from protos.podresources.v1 import api_pb2, api_pb2_grpc
 
 DEFAULT_SOCKET = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
 DEFAULT_TIMEOUT_S = 10.0
 MAX_RECEIVE_BYTES = 16 * 1024 * 1024
 
 LIST, GET_ALLOCATABLE, GET = "List", "GetAllocatableResources", "Get"
-
-_T = TypeVar("_T")
+SERVICE = "/v1.PodResourcesLister/"
 
 
 class PodResourcesError(RuntimeError):
@@ -59,11 +60,11 @@ class PodResourcesRateLimited(PodResourcesError):
     """The kubelet's rate limiter refused the call."""
 
 
-_BY_CODE: dict[grpc.StatusCode, type[PodResourcesError]] = {
-    grpc.StatusCode.UNAVAILABLE: PodResourcesUnavailable,
-    grpc.StatusCode.DEADLINE_EXCEEDED: PodResourcesTimeout,
-    grpc.StatusCode.UNIMPLEMENTED: PodResourcesUnimplemented,
-    grpc.StatusCode.RESOURCE_EXHAUSTED: PodResourcesRateLimited,
+_BY_CODE: dict[str, type[PodResourcesError]] = {
+    "UNAVAILABLE": PodResourcesUnavailable,
+    "DEADLINE_EXCEEDED": PodResourcesTimeout,
+    "UNIMPLEMENTED": PodResourcesUnimplemented,
+    "RESOURCE_EXHAUSTED": PodResourcesRateLimited,
 }
 
 
@@ -83,83 +84,45 @@ class PodResourcesClient:
         self.socket_path = Path(socket_path)
         self.timeout_s = timeout_s
         self._on_error = on_error
-        self._lock = threading.Lock()
-        self._channel: grpc.Channel | None = None
-        self._stub: Any = None
-        self._inode: int | None = None
-        #: Incremented whenever a new channel is built: a new kubelet may have changed
-        #: what GetAllocatableResources returns.
-        self.generation = 0
+        self._channel = UnaryChannel(self.socket_path, max_receive_bytes=MAX_RECEIVE_BYTES)
 
-    def _socket_inode(self) -> int | None:
+    @property
+    def generation(self) -> int:
+        """Incremented whenever a new connection is made: a new kubelet may have changed
+        what GetAllocatableResources returns."""
+        return self._channel.connections
+
+    def _fail(self, method: str, code: str, detail: str) -> PodResourcesError:
+        if self._on_error is not None:
+            self._on_error(method, code)
+        error = _BY_CODE.get(code, PodResourcesError)
+        return error(method, code, f"{detail} (socket {self.socket_path})")
+
+    def _call(self, method: str, request: bytes = b"") -> bytes:
         try:
-            return os.stat(self.socket_path).st_ino
-        except OSError:
-            return None
+            return self._channel.call(SERVICE + method, request, timeout_s=self.timeout_s)
+        except CallError as exc:
+            raise self._fail(method, exc.code, exc.detail) from exc
 
-    def _ensure_stub(self) -> Any:
-        inode = self._socket_inode()
-        with self._lock:
-            if self._channel is not None and inode != self._inode:
-                self._channel.close()
-                self._channel = None
-            if self._channel is None:
-                self._channel = grpc.insecure_channel(
-                    f"unix://{self.socket_path}",
-                    options=[
-                        ("grpc.max_receive_message_length", MAX_RECEIVE_BYTES),
-                        ("grpc.initial_reconnect_backoff_ms", 100),
-                        ("grpc.max_reconnect_backoff_ms", 1000),
-                    ],
-                )
-                self._stub = api_pb2_grpc.PodResourcesListerStub(self._channel)
-                self._inode = inode
-                self.generation += 1
-            return self._stub
-
-    def _reset(self) -> None:
-        with self._lock:
-            if self._channel is not None:
-                self._channel.close()
-            self._channel = None
-            self._stub = None
-
-    def _call(self, method: str, invoke: Callable[[Any], _T]) -> _T:
-        stub = self._ensure_stub()
-        try:
-            return invoke(stub)
-        except grpc.RpcError as exc:
-            code = exc.code() if callable(getattr(exc, "code", None)) else None
-            code_name = code.name if isinstance(code, grpc.StatusCode) else "UNKNOWN"
-            detail = exc.details() if callable(getattr(exc, "details", None)) else str(exc)
-            if self._on_error is not None:
-                self._on_error(method, code_name)
-            if code == grpc.StatusCode.UNAVAILABLE:
-                self._reset()
-            error = _BY_CODE.get(code, PodResourcesError) if code else PodResourcesError
-            raise error(method, code_name, f"{detail} (socket {self.socket_path})") from exc
+    def list_raw(self) -> bytes:
+        """The encoded ``ListPodResourcesResponse``: equal bytes, equal answer."""
+        return self._call(LIST)
 
     def list(self) -> tuple[PodResources, ...]:
         """Every pod the kubelet runs, with what each container holds exclusively."""
-        response = self._call(
-            LIST,
-            lambda stub: stub.List(api_pb2.ListPodResourcesRequest(), timeout=self.timeout_s),
-        )
-        return tuple(pod_resources(p) for p in response.pod_resources)
+        raw = self.list_raw()
+        try:
+            return decode_list(raw)
+        except WireError as exc:
+            raise self._fail(LIST, "INTERNAL", f"undecodable answer: {exc}") from exc
 
     def allocatable(self) -> AllocatableResources:
         """The node's allocatable exclusive resources (CPUs, devices, memory blocks)."""
-        response = self._call(
-            GET_ALLOCATABLE,
-            lambda stub: stub.GetAllocatableResources(
-                api_pb2.AllocatableResourcesRequest(), timeout=self.timeout_s
-            ),
-        )
-        return AllocatableResources(
-            cpu_ids=tuple(response.cpu_ids),
-            devices=device_assignments(response.devices),
-            memory=memory_blocks(response.memory),
-        )
+        raw = self._call(GET_ALLOCATABLE)
+        try:
+            return decode_allocatable(raw)
+        except WireError as exc:
+            raise self._fail(GET_ALLOCATABLE, "INTERNAL", f"undecodable answer: {exc}") from exc
 
     def allocatable_or_empty(self) -> AllocatableResources:
         """``allocatable()``, or nothing where the kubelet does not serve the call (before
@@ -172,14 +135,11 @@ class PodResourcesClient:
 
     def get(self, namespace: str, name: str) -> PodResources:
         """One pod. Raises PodResourcesUnimplemented where the kubelet does not serve Get."""
-        response = self._call(
-            GET,
-            lambda stub: stub.Get(
-                api_pb2.GetPodResourcesRequest(pod_name=name, pod_namespace=namespace),
-                timeout=self.timeout_s,
-            ),
-        )
-        return pod_resources(response.pod_resources)
+        raw = self._call(GET, encode_get_request(namespace, name))
+        try:
+            return decode_get(raw)
+        except WireError as exc:
+            raise self._fail(GET, "INTERNAL", f"undecodable answer: {exc}") from exc
 
     def close(self) -> None:
-        self._reset()
+        self._channel.close()

@@ -2,9 +2,13 @@
 
 The pass reads the kubelet's view, derives each pod's two annotation values (pure,
 ``exporter.placement``) and patches only the pods whose cached annotations differ, which
-also repairs out-of-band edits and removals. No write happens in a pass whose List
-failed, for a pod the kubelet lists twice under one name (an old and a new pod), for a
-pod the API does not show as admitted by the kubelet, or for a terminal or deleting pod.
+also repairs out-of-band edits and removals. A pass whose inputs are exactly those of
+the last pass that found nothing to change (the same encoded podresources answer, the
+same pod cache generation, the same allocatable resources and CPU map) has nothing to
+derive or compare and stops there: the steady state costs one List and a byte compare.
+No write happens in a pass whose List failed, for a pod the kubelet lists twice under
+one name (an old and a new pod), for a pod the API does not show as admitted by the
+kubelet, or for a terminal or deleting pod.
 After a patch fails its retries the pass writes nothing more; a refused patch is not
 sent again to that pod before a backoff.
 """
@@ -24,6 +28,7 @@ from exporter.patching import Patcher, PatchResult, changes_for
 from exporter.placement import PodPlacement, annotation_values, derive_placement
 from exporter.pod_cache import PodCache
 from exporter.podresources_client import PodResourcesError
+from exporter.podresources_wire import PodListDecoder, WireError, pod_messages
 from exporter.pods import PodView, pod_view
 from exporter.resources import AllocatableResources, PodResources, duplicate_keys
 
@@ -43,9 +48,10 @@ START_TIME_RESOLUTION_S = 1.0
 
 
 class PodResourcesReader(Protocol):
-    generation: int
+    @property
+    def generation(self) -> int: ...
 
-    def list(self) -> tuple[PodResources, ...]: ...
+    def list_raw(self) -> bytes: ...
 
     def allocatable_or_empty(self) -> AllocatableResources: ...
 
@@ -60,6 +66,22 @@ class PassReport:
     patches: dict[str, int] = field(default_factory=dict)
     unknown_cpus: frozenset[int] = frozenset()
     skipped_duplicates: tuple[str, ...] = ()
+    #: nothing changed since the last pass that found nothing to write: no derivation
+    unchanged: bool = False
+
+
+@dataclass(frozen=True)
+class _Settled:
+    """The inputs of the last pass that found every pod as it should be, and its report."""
+
+    podresources: bytes
+    #: the answer's pods, still encoded, sorted: the kubelet's pod order need not be
+    #: stable (its pod manager keeps pods in a map, pkg/kubelet/pod/pod_manager.go)
+    pods: tuple[bytes, ...]
+    cache_generation: int
+    epoch: int
+    pods_reported: int
+    skipped_duplicates: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -76,6 +98,13 @@ class _Refusal:
     changes: Mapping[str, str | None]
     delay_s: float
     not_before: float
+
+
+def _sorted_pods(raw: bytes) -> tuple[bytes, ...]:
+    try:
+        return tuple(sorted(pod_messages(raw)))
+    except WireError:
+        return ()
 
 
 class Reconciler:
@@ -111,6 +140,10 @@ class Reconciler:
         self._rng = rng or random.Random()
         self._refused: dict[str, _Refusal] = {}
         self._podresources_failing = False
+        self._decoder = PodListDecoder()
+        #: bumped whenever derivations are dropped (new allocatable resources or CPU map)
+        self._epoch = 0
+        self._settled: _Settled | None = None
 
     # -- inputs -----------------------------------------------------------------------
     def _refresh_allocatable(self) -> None:
@@ -125,6 +158,7 @@ class Reconciler:
             if self._allocatable is not None and allocatable != self._allocatable:
                 log.info("allocatable resources changed; re-deriving every pod")
                 self._memo.clear()
+                self._epoch += 1
             self._allocatable = allocatable
             self._allocatable_at = now
             self._allocatable_generation = self._podresources.generation
@@ -136,6 +170,7 @@ class Reconciler:
         try:
             self._cpu_map = self._load_cpu_map()
             self._memo.clear()
+            self._epoch += 1
         except Exception as exc:  # keep the old map: a transient read error is not fatal
             log.error("re-reading sysfs failed", extra={"error": str(exc)})
 
@@ -170,7 +205,7 @@ class Reconciler:
 
     def _run(self, report: PassReport) -> None:
         try:
-            reports = self._podresources.list()
+            raw = self._podresources.list_raw()
             self._refresh_allocatable()
         except PodResourcesError as exc:
             # once per outage, not once per pass (the metrics count every failed call)
@@ -187,12 +222,35 @@ class Reconciler:
             log.info("podresources reachable again")
             self._podresources_failing = False
         report.podresources_ok = True
-        report.pods_reported = len(reports)
-        self._metrics.pods_observed.set(len(reports))
         if not self._cache.synced.is_set():
             self._metrics.reconciles.labels("api_not_synced").inc()
             return
         report.api_ok = True
+        # read before the snapshot: a change after this read makes the next pass a full one
+        generation = self._cache.generation
+        settled = self._settled
+        if (
+            settled is not None
+            and settled.cache_generation == generation
+            and settled.epoch == self._epoch
+            and (settled.podresources == raw or _sorted_pods(raw) == settled.pods)
+        ):
+            report.unchanged = True
+            report.pods_reported = settled.pods_reported
+            report.skipped_duplicates = settled.skipped_duplicates
+            self._metrics.reconciles.labels("ok").inc()
+            self._metrics.last_success.set(self._wall_clock())
+            return
+        self._settled = None
+        try:
+            reports = self._decoder.decode(raw)
+        except WireError as exc:
+            log.warning("podresources answer undecodable; no writes", extra={"error": str(exc)})
+            self._metrics.reconciles.labels("podresources_error").inc()
+            report.podresources_ok = False
+            return
+        report.pods_reported = len(reports)
+        self._metrics.pods_observed.set(len(reports))
 
         duplicates = duplicate_keys(reports)
         if duplicates:
@@ -206,6 +264,7 @@ class Reconciler:
         aligned = 0
         seen: set[str] = set()
         writing = True
+        pending = False
         for pod_report in reports:
             key = pod_report.key
             seen.add(key)
@@ -216,6 +275,7 @@ class Reconciler:
             unknown |= memo.placement.unknown_cpus
             aligned += memo.placement.holds_aligned_resources
             changes = changes_for(pod, memo.desired)
+            pending = pending or bool(changes)
             if changes and writing and not self._backing_off(pod, changes):
                 result, reached = self._write(pod, changes)
                 self._note_refusal(pod, changes, refused=result == PatchResult.REJECTED)
@@ -241,6 +301,15 @@ class Reconciler:
             )
         self._logged_unknown = frozen_unknown
         self._maybe_reload_cpu_map(frozen_unknown)
+        if not pending and not frozen_unknown:
+            self._settled = _Settled(
+                raw,
+                _sorted_pods(raw),
+                generation,
+                self._epoch,
+                len(reports),
+                report.skipped_duplicates,
+            )
         self._metrics.reconciles.labels("ok").inc()
         self._metrics.last_success.set(self._wall_clock())
 
@@ -300,12 +369,15 @@ class Reconciler:
 
     # -- the loop ---------------------------------------------------------------------
     def run(self, stop: threading.Event, wake: threading.Event, poll_interval_s: float) -> None:
-        """Reconcile every ``poll_interval_s`` and soon after ``wake`` is set."""
+        """Reconcile every ``poll_interval_s`` and as soon as ``wake`` is set; while pods
+        are being written (a burst of new pods), events are gathered for ``COALESCE_S``
+        so one pass serves many of them."""
         while not stop.is_set():
             wake.clear()
+            wrote = False
             try:
-                self.run_once()
+                wrote = bool(self.run_once().patches)
             except Exception:  # a bug must not stop the daemon; the next pass tries again
                 log.exception("reconcile pass failed")
-            if wake.wait(poll_interval_s) and not stop.is_set():
+            if wake.wait(poll_interval_s) and not stop.is_set() and wrote:
                 stop.wait(COALESCE_S)

@@ -21,12 +21,13 @@ debian_base
 
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
-# The dependencies' wheels are cached by pyproject.toml's content; the project's own
-# wheel is rebuilt every time, without build isolation (the interpreter's setuptools).
+# The dependencies' wheels (the exporter's and the `fakenrt` extra's: the image runs every
+# entrypoint) are cached by pyproject.toml's content; the project's own wheel is rebuilt
+# every time, without build isolation (the interpreter's setuptools).
 deps=$KIND_CACHE/wheels-py311-$(hash_of "$REPO_ROOT/pyproject.toml")
 if [[ ! -d $deps ]]; then
   log "building the dependencies' wheels into $deps"
-  "$python" -m pip wheel --quiet --wheel-dir "$deps.tmp" "$REPO_ROOT" >&2
+  "$python" -m pip wheel --quiet --wheel-dir "$deps.tmp" "${REPO_ROOT}[fakenrt]" >&2
   rm -f "$deps.tmp"/numa_testkit-*.whl
   mv "$deps.tmp" "$deps"
 fi

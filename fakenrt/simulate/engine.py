@@ -34,7 +34,7 @@ from exporter.annotations import (
     parse_placement,
 )
 from exporter.placement import annotation_values, derive_placement
-from exporter.podresources_convert import pod_resources
+from exporter.podresources_wire import decode_pod
 from exporter.pods import pod_view
 from fakenrt.controller.effects import Effect, PatchPodStatus, PublishNrt, ServePodResources
 from fakenrt.controller.fleet import Fleet
@@ -539,7 +539,10 @@ class Simulation:
             record = self.bound.get(key)
             if record is None or record.node != name or record.observed:
                 continue
-            report = pod_resources(pod_message(allocation, self.device_numa[name]))
+            # The bytes the fake podresources server sends, decoded by the exporter's own
+            # wire decoder: the same path as a real List answer.
+            message = pod_message(allocation, self.device_numa[name])
+            report = decode_pod(message.SerializeToString())
             view = pod_view(record.manifest)
             expected = view.expected_memory_containers(
                 memory_manager_static=self.memory_static[name]

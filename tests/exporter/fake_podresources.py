@@ -1,7 +1,8 @@
 """A small podresources gRPC server for the exporter's tests, on a real unix socket.
 
 Serves canned pods (built from ``exporter.resources`` values) with fault injection:
-a delay before answering (to exceed the client's deadline), ``Get`` or
+a delay before answering (to exceed the client's deadline), pods listed in a new random
+order on every List (as the kubelet, which lists them in map order), ``Get`` or
 ``GetAllocatableResources`` answered with UNIMPLEMENTED, and stop / restart (the socket
 file is removed and created again, as the kubelet does when it restarts). Counts calls
 per method.
@@ -9,6 +10,7 @@ per method.
 
 from __future__ import annotations
 
+import random
 import threading
 from collections import Counter
 from collections.abc import Iterable
@@ -80,9 +82,10 @@ class _Servicer(api_pb2_grpc.PodResourcesListerServicer):
     def List(self, request: Any, context: Any) -> api_pb2.ListPodResourcesResponse:
         self._enter("List")
         with self.fake.lock:
-            return api_pb2.ListPodResourcesResponse(
-                pod_resources=[to_message(p) for p in self.fake.pods]
-            )
+            pods = list(self.fake.pods)
+        if self.fake.shuffle:  # the kubelet lists pods in Go map order
+            random.shuffle(pods)
+        return api_pb2.ListPodResourcesResponse(pod_resources=[to_message(p) for p in pods])
 
     def GetAllocatableResources(
         self, request: Any, context: Any
@@ -117,13 +120,17 @@ class FakePodResources:
         *,
         allocatable: AllocatableResources | None = None,
         get_implemented: bool = True,
+        server_options: Iterable[tuple[str, Any]] = (),
     ) -> None:
         self.socket_path = socket_path
         self.lock = threading.Lock()
         self.pods: list[PodResources] = list(pods)
         self.allocatable = allocatable or AllocatableResources()
         self.get_implemented = get_implemented
+        self.server_options = list(server_options)  # grpc server channel arguments
         self.allocatable_implemented = True
+        #: answer List with the pods in a new random order every time, as the kubelet does
+        self.shuffle = False
         self.delay_s = 0.0
         self.release = threading.Event()  # set to end a delay early (test teardown)
         self.calls: Counter[str] = Counter()
@@ -135,7 +142,7 @@ class FakePodResources:
 
     def start(self) -> FakePodResources:
         self.release.clear()
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), options=self.server_options)
         api_pb2_grpc.add_PodResourcesListerServicer_to_server(_Servicer(self), server)
         server.add_insecure_port(f"unix://{self.socket_path}")
         server.start()

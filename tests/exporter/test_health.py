@@ -6,10 +6,10 @@ import urllib.error
 import urllib.request
 
 import pytest
-from prometheus_client import CollectorRegistry
 
 from exporter.health import Health, HttpServer, parse_bind_address
 from exporter.metrics import ExporterMetrics
+from exporter.promtext import Registry
 
 
 class FakeClock:
@@ -65,7 +65,7 @@ def test_bad_bind_address(address: str) -> None:
 
 
 def test_endpoints() -> None:
-    registry = CollectorRegistry()
+    registry = Registry()
     ExporterMetrics(registry)
     health = Health(clock=FakeClock())
     server = HttpServer("127.0.0.1:0", registry, health)
@@ -98,7 +98,7 @@ def test_endpoints() -> None:
     ],
 )
 def test_bind_addresses_are_reachable(address: str, hosts: list[str]) -> None:
-    server = HttpServer(address, CollectorRegistry(), Health(clock=FakeClock()))
+    server = HttpServer(address, Registry(), Health(clock=FakeClock()))
     server.start()
     try:
         for host in hosts:

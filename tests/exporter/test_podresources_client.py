@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from exporter.podresources_client import (
     MAX_RECEIVE_BYTES,
     PodResourcesClient,
+    PodResourcesRateLimited,
     PodResourcesTimeout,
     PodResourcesUnavailable,
     PodResourcesUnimplemented,
@@ -153,4 +155,38 @@ def test_large_responses_up_to_the_receive_limit(fake_kubelet: FakePodResources)
     client = _client(fake_kubelet)
     assert len(client.list()) == 300
     assert MAX_RECEIVE_BYTES == 16 * 1024 * 1024
+    client.close()
+
+
+def test_a_connection_the_kubelet_closed_while_idle_is_replaced(tmp_path: Path) -> None:
+    """The server ends idle connections (GOAWAY, then close): the next call goes out on a
+    new connection and succeeds, nothing is reported as failed."""
+    fake = FakePodResources(
+        tmp_path / "idle.sock", [s.CPU_ONLY], server_options=[("grpc.max_connection_idle_ms", 100)]
+    ).start()
+    errors: Counter[tuple[str, str]] = Counter()
+    client = _client(fake, errors)
+    try:
+        assert client.list() == (s.CPU_ONLY,)
+        first = client.generation
+        for _ in range(3):
+            time.sleep(0.5)  # idle: the server says GOAWAY and closes
+            assert client.list() == (s.CPU_ONLY,)
+        assert client.generation > first
+        assert errors == Counter()
+    finally:
+        client.close()
+        fake.stop()
+
+
+def test_an_answer_above_the_limit_is_refused(fake_kubelet: FakePodResources) -> None:
+    errors: Counter[tuple[str, str]] = Counter()
+    client = _client(fake_kubelet, errors)
+    fake_kubelet.set_pods([s.CPU_ONLY] * 50)
+    client._channel.max_receive_bytes = 1000
+    with pytest.raises(PodResourcesRateLimited, match="larger than the limit"):
+        client.list()
+    assert errors == {("List", "RESOURCE_EXHAUSTED"): 1}
+    client._channel.max_receive_bytes = MAX_RECEIVE_BYTES
+    assert len(client.list()) == 50  # the next call works on a new connection
     client.close()

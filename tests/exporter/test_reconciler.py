@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
-from prometheus_client import CollectorRegistry
 
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
 from exporter.health import Health
@@ -27,6 +26,7 @@ from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher
 from exporter.pod_cache import PodCache
 from exporter.podresources_client import PodResourcesClient
+from exporter.promtext import Registry
 from exporter.reconciler import PassReport, Reconciler
 from exporter.resources import AllocatableResources, MemoryBlock, PodResources
 from exporter.sysfs import read_cpu_numa_map
@@ -59,7 +59,7 @@ class Harness:
     pod_api: PodApi
     cache: PodCache
     reconciler: Reconciler
-    registry: CollectorRegistry
+    registry: Registry
     health: Health
 
     def sync(self) -> None:
@@ -85,7 +85,7 @@ def harness(
     fake_kubelet: FakePodResources,
     sysfs_root: Path,
 ) -> Iterator[Harness]:
-    registry = CollectorRegistry()
+    registry = Registry()
     metrics = ExporterMetrics(registry)
     health = Health(clock=time.monotonic)
     pod_api = PodApi(exporter_kube(control_plane))
@@ -391,6 +391,68 @@ def test_a_pod_unknown_to_the_api_is_skipped(harness: Harness) -> None:
     assert h.run().patches == {"applied": 1}
 
 
+def test_a_pod_unknown_to_the_api_is_never_patched_pass_after_pass(harness: Harness) -> None:
+    """The kubelet lists a pod the API does not have (deleted, or not yet seen): no patch
+    and no 404, in any pass (the Go exporter sent one a second)."""
+    h = harness
+    h.fake.set_pods([h.report(s.CPU_ONLY)])
+    h.sync()
+    for _ in range(5):
+        assert h.run().patches == {}
+    assert h.metric("numa_exporter_annotation_patches_total", result="not_found") == 0
+
+
+def test_a_pod_listed_twice_is_never_patched_pass_after_pass(harness: Harness) -> None:
+    h = harness
+    create_pod(h.api, h.namespace, "cpu-only", node=h.node)
+    h.fake.set_pods([h.report(s.CPU_ONLY), h.report(s.GPU_AND_CPU, name="cpu-only")])
+    h.sync()
+    for _ in range(5):
+        assert h.run().patches == {}
+    assert annotations_of(h.api, h.namespace, "cpu-only") == {}
+    h.fake.set_pods([h.report(s.CPU_ONLY)])  # the old pod is gone: now it is written
+    assert h.run().patches == {"applied": 1}
+
+
+def test_steady_state_passes_derive_nothing_until_an_input_changes(harness: Harness) -> None:
+    h = harness
+    for template in (s.CPU_ONLY, s.GPU_AND_CPU):
+        create_pod(h.api, h.namespace, template.name, node=h.node)
+    h.fake.set_pods([h.report(s.CPU_ONLY), h.report(s.GPU_AND_CPU)])
+    h.sync()
+    assert h.run().patches == {"applied": 2}
+    assert not h.run().unchanged  # the cache took the patch answers: one full pass
+    for _ in range(3):
+        result = h.run()
+        assert result.unchanged and result.patches == {} and result.pods_reported == 2
+    # the kubelet lists the same pods in another order: still nothing to do
+    h.fake.set_pods([h.report(s.GPU_AND_CPU), h.report(s.CPU_ONLY)])
+    assert h.run().unchanged
+    # the pod cache changes (an annotation removed out of band): a full pass repairs it
+    merge_patch(
+        h.api, h.namespace, "cpu-only", {"metadata": {"annotations": {OBSERVED_PLACEMENT: None}}}
+    )
+    h.sync()
+    result = h.run()
+    assert not result.unchanged and result.patches == {"applied": 1}
+    # the kubelet's answer changes: a full pass
+    h.fake.set_pods([h.report(s.CPU_ONLY)])
+    assert not h.run().unchanged
+
+
+def test_a_kubelet_reordering_pods_on_every_list_costs_no_derivation(harness: Harness) -> None:
+    h = harness
+    names = [f"pod-{i}" for i in range(6)]
+    for name in names:
+        create_pod(h.api, h.namespace, name, node=h.node)
+    h.fake.set_pods([h.report(s.CPU_ONLY, name=n) for n in names])
+    h.fake.shuffle = True
+    h.sync()
+    assert h.run().patches == {"applied": 6}
+    h.run()
+    assert all(h.run().unchanged for _ in range(5))
+
+
 def test_unreachable_api_stops_the_pass_after_one_failed_patch(
     harness: Harness, control_plane: ControlPlane, sysfs_root: Path
 ) -> None:
@@ -411,7 +473,7 @@ def test_unreachable_api_stops_the_pass_after_one_failed_patch(
         cache=h.cache,
         patcher=Patcher(dead, sleep=delays.append, rng=random.Random(1)),
         load_cpu_map=lambda: read_cpu_numa_map(sysfs_root),
-        metrics=ExporterMetrics(CollectorRegistry()),
+        metrics=ExporterMetrics(Registry()),
         health=h.health,
         clock=time.monotonic,
         wall_clock=time.time,
@@ -440,7 +502,7 @@ def test_a_refused_patch_backs_off_per_pod(
         .status.token
     )
     now = [1000.0]
-    registry = CollectorRegistry()
+    registry = Registry()
     reconciler = Reconciler(
         podresources=PodResourcesClient(h.fake.socket_path),
         cache=h.cache,
@@ -514,7 +576,7 @@ def test_a_failing_api_server_gets_no_more_patches_this_pass(
         cache=h.cache,
         patcher=Patcher(h.pod_api, sleep=delays.append, rng=random.Random(1)),
         load_cpu_map=lambda: read_cpu_numa_map(sysfs_root),
-        metrics=ExporterMetrics(CollectorRegistry()),
+        metrics=ExporterMetrics(Registry()),
         health=h.health,
         clock=time.monotonic,
         wall_clock=time.time,
