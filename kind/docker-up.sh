@@ -24,7 +24,9 @@ if runc_wrapper_needed; then
   args+=(--add-runtime "numa-testkit-runc=$wrapper" --default-runtime numa-testkit-runc)
 fi
 log "starting dockerd (log: $KIND_CACHE/dockerd.log)"
-nohup dockerd "${args[@]}" >"$KIND_CACHE/dockerd.log" 2>&1 &
+# In a session of its own: a caller killing its process group (a timed-out test, a CI
+# step) must not take the engine, and every cluster on it, down too.
+setsid nohup dockerd "${args[@]}" >"$KIND_CACHE/dockerd.log" 2>&1 &
 for _ in $(seq 1 60); do
   docker info >/dev/null 2>&1 && { log "Docker engine is up"; exit 0; }
   sleep 1

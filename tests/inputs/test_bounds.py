@@ -100,7 +100,7 @@ def shape(numa: int, policy: str = "restricted", memory_manager: str = "Static")
         pytest.param(
             node('zones: [{id: 0, cpus: "0-3", memory: 1e400}]'),
             "zones[0].memory",
-            "out of range",
+            "'1e400' is not a whole Kubernetes quantity",
             id="memory-1e400",
         ),
         pytest.param(

@@ -206,9 +206,9 @@ def test_api_rules_on_container_resources(resources: dict[str, Any], errors: lis
 @pytest.mark.parametrize(
     ("value", "problem"),
     [
-        pytest.param(float("inf"), "inf is not a finite quantity", id="inf"),
-        pytest.param(float("nan"), "nan is not a finite quantity", id="nan"),
-        pytest.param("1e400", "'1e400' is out of range", id="1e400"),
+        pytest.param(float("inf"), "inf is not a Kubernetes quantity", id="inf"),
+        pytest.param(float("nan"), "nan is not a Kubernetes quantity", id="nan"),
+        pytest.param("1e400", "'1e400': exponent beyond 1e64", id="1e400"),
         pytest.param(2**63, "is out of range", id="int64-overflow"),
         pytest.param("-1", "is negative", id="negative"),
     ],
@@ -268,7 +268,7 @@ def _nrt(tmp_path: Path) -> str:
         pytest.param(
             TYPO_POD.replace("limit:", "limits:").replace("64Gi", ".inf"),
             ": pod default/train: spec.containers[0](main).resources.limits.memory: inf is not "
-            "a finite quantity",
+            "a Kubernetes quantity",
             id="inf",
         ),
         pytest.param(

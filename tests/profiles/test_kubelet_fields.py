@@ -288,7 +288,7 @@ ERROR_CASES = [
     pytest.param(
         _node(foreignRequests={"cpu": "1e999999999"}),
         "foreignRequests.cpu",
-        "out of range",
+        "is not a Kubernetes quantity",
         id="foreign-hostile-cpu",
     ),
     pytest.param(
