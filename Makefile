@@ -64,15 +64,17 @@ pytest: $(VENV)/.installed-dev
 	NUMA_TESTKIT_PROMETHEUS_BIN="$$(tests/prometheus/install.sh)" \
 	$(BIN)/pytest
 
-# The tests marked `kind` (scenario g, tests/kind/): the builds run first, with their
-# progress lines, so that pytest's per-test timeout only covers the cluster and the test.
+# The e2e scenarios a-f on Kind (tests/e2e --kind: the components deployed in-cluster
+# from the manifests), then the tests marked `kind` (scenario g, tests/kind/), in one
+# session on one cluster. The builds run first, with their progress lines, so that
+# pytest's per-test timeout only covers the cluster and the tests.
 kind-test: $(VENV)/.installed-dev
 	@echo "== kind: Docker engine and offline node image (cached; first build ~30 min, see docs/kind.md)"
 	kind/build-node-image.sh >/dev/null
 	@echo "== kind: project image"
 	kind/image.sh $(BIN)/python >/dev/null
-	@echo "== kind: tests (cluster up, scenario g, cluster deleted)"
-	$(BIN)/pytest --kind -m kind tests/kind
+	@echo "== kind: tests (cluster up, scenarios a-f in-cluster, scenario g, cluster deleted)"
+	$(BIN)/pytest --kind -m 'kind or controlplane' tests/e2e tests/kind
 
 test: $(VENV)/.installed-dev
 	tests/controlplane/build.sh >/dev/null
