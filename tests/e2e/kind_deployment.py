@@ -37,7 +37,7 @@ from exporter.kubeerrors import NotFound, Transient
 from fakenrt.controller.registration import remove_nodes
 from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile, load_profiles
-from tests.e2e.deployment import CONTROLLER_LABEL, REPO, Topology, _Process
+from tests.e2e.deployment import CONTROLLER_LABEL, REPO, Process, Topology
 from tests.e2e.schedulers import FAKENRT, SchedulerUnderTest
 from tests.kind.cluster import KindCluster, KindError
 
@@ -207,7 +207,7 @@ class KindDeployment:
     profiles: tuple[NodeProfile, ...] = ()
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="e2e-kind-")))
     #: A scheduler under test that is not the reference scheduler, as a local process.
-    _process: _Process | None = None
+    _process: Process | None = None
     _killed_pods: list[str] = field(default_factory=list)
 
     def start(self) -> None:
@@ -231,7 +231,7 @@ class KindDeployment:
         if self.scheduler.in_cluster_args is None:
             for name, content in self.scheduler.files.items():
                 (self.workdir / name).write_text(content)
-            self._process = _Process(
+            self._process = Process(
                 f"scheduler {self.scheduler.id}",
                 self.scheduler.argv(
                     kubeconfig=self.cluster.kubeconfig,
