@@ -73,14 +73,16 @@ pytest: $(VENV)/.installed-dev
 	NUMA_TESTKIT_CHROMIUM="$$(tests/setup/chromium.sh)" \
 	$(BIN)/pytest
 
-# The tests marked `kind` (scenario g, tests/kind/): the node image is built first, with
-# its progress lines, so that pytest's per-test timeout covers only the cluster (kind/up.sh,
-# which also builds and loads the project image) and the tests.
+# The e2e scenarios a-f on Kind (tests/e2e --kind: the components deployed in-cluster
+# from the manifests), then the tests marked `kind` (scenario g, tests/kind/), in one
+# session on one cluster. The node image is built first, with its progress lines, so
+# that pytest's per-test timeout covers only the cluster (kind/up.sh, which also builds
+# and loads the project image) and the tests.
 kind-test: $(VENV)/.installed-dev
 	@echo "== kind: Docker engine and offline node image (cached; the first build takes 15-30 min, see docs/kind.md)"
 	kind/build-node-image.sh >/dev/null
-	@echo "== kind: tests (cluster up with the project image, scenario g, cluster deleted)"
-	$(BIN)/pytest --kind -m kind tests/kind
+	@echo "== kind: tests (cluster up with the project image, scenarios a-f in-cluster, scenario g, cluster deleted)"
+	$(BIN)/pytest --kind -m 'kind or controlplane' tests/e2e tests/kind
 
 test: $(VENV)/.installed-dev
 	tests/controlplane/build.sh >/dev/null

@@ -8,6 +8,7 @@ nothing that needs the API server is ever skipped.
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 
@@ -18,6 +19,7 @@ from kubernetes import client
 from tests.controlplane.cluster import ControlPlane, binaries_dir
 from tests.controlplane.helpers import admin_client, ensure_namespace, install_crds
 from tests.e2e.schedulers import add_options as add_e2e_options
+from tests.kind.cluster import KindCluster, kind_down, kind_up
 
 # Properties assert behaviour, never wall time: no per-example deadline anywhere. In CI the
 # examples are derandomized, so a red run is reproducible from its log alone.
@@ -33,8 +35,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--kind",
         action="store_true",
         default=False,
-        help="also run the tests marked `kind`: they bring up a real Kind cluster with "
-        "kind/up.sh for the session and delete it at the end (make test runs them)",
+        help="also run the tests marked `kind`, and the e2e scenarios (tests/e2e) on Kind "
+        "with the components deployed in-cluster: a real Kind cluster is brought up with "
+        "kind/up.sh for the session and deleted at the end (make test runs them)",
     )
 
 
@@ -47,6 +50,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = [item for item in items if not item.get_closest_marker("kind")]
+
+
+@pytest.fixture(scope="session")
+def kind(pytestconfig: pytest.Config) -> Iterator[KindCluster]:
+    """A running Kind cluster with the project image loaded, one per session (kind/up.sh
+    before the first test that needs it; kind/down.sh at the end - always, even when
+    bringing it up failed). The scripts' progress lines are shown live (pytest's capture
+    is suspended while they run)."""
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    try:
+        with capture.global_and_fixture_disabled():
+            cluster = kind_up(progress=sys.stderr)
+        yield cluster
+    finally:
+        with capture.global_and_fixture_disabled():
+            kind_down(progress=sys.stderr)
 
 
 @pytest.fixture(scope="session")

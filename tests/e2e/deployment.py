@@ -85,7 +85,9 @@ def _free_port() -> int:
 
 
 @dataclass
-class _Process:
+class Process:
+    """One component as a local process, its output in a log file."""
+
     name: str
     argv: list[str]
     log: Path
@@ -154,8 +156,8 @@ class ProcessDeployment:
     profiles: tuple[NodeProfile, ...] = ()
     # Unix socket paths are limited to 107 bytes: keep the state directory short.
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="e2e-", dir="/tmp")))
-    _controller: _Process | None = None
-    _others: list[_Process] = field(default_factory=list)
+    _controller: Process | None = None
+    _others: list[Process] = field(default_factory=list)
 
     @property
     def state_dir(self) -> Path:
@@ -177,7 +179,7 @@ class ProcessDeployment:
     def _start(self) -> None:
         profile_file = self.workdir / "profiles.yaml"
         profile_file.write_text(yaml.safe_dump({"nodes": [dict(n) for n in self.topology.nodes]}))
-        self._controller = _Process(
+        self._controller = Process(
             "controller",
             [
                 *_fakenrt(),
@@ -195,7 +197,7 @@ class ProcessDeployment:
         self._controller.start(self._env())
         self._wait_nodes()
         for profile in self.profiles:
-            exporter = _Process(
+            exporter = Process(
                 f"exporter {profile.name}",
                 [
                     sys.executable, "-c", "from exporter.cli import main; main()", "run",
@@ -213,7 +215,7 @@ class ProcessDeployment:
             self._others.append(exporter)
         for name, content in self.scheduler.files.items():
             (self.workdir / name).write_text(content)
-        scheduler = _Process(
+        scheduler = Process(
             f"scheduler {self.scheduler.id}",
             self.scheduler.argv(
                 kubeconfig=self.kubeconfig,
@@ -286,7 +288,7 @@ class ProcessDeployment:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def diagnostics(self) -> str:
-        procs: Sequence[_Process | None] = [self._controller, *self._others]
+        procs: Sequence[Process | None] = [self._controller, *self._others]
         return "\n".join(p.tail() for p in procs if p is not None)
 
 

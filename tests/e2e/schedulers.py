@@ -46,6 +46,10 @@ class SchedulerUnderTest:
     #: Whether the scheduler is known to trust a lagging NRT (scenario d then expects
     #: TopologyAffinityErrors instead of none).
     trusts_stale_nrt: bool = False
+    #: For the reference scheduler only: its plugin arguments (``args.yaml``). An
+    #: in-cluster backend then runs the harness's scheduler Deployment with them instead
+    #: of ``command``; ``None`` (any other scheduler) means ``command`` runs as a process.
+    in_cluster_args: str | None = None
 
     def argv(self, *, kubeconfig: Path, node_selector: str, workdir: Path) -> list[str]:
         """The command's arguments with the placeholders filled in (each argument is
@@ -70,6 +74,9 @@ _REFERENCE_RUN = (
     " --node-selector {node_selector} --period 0.5"
 )
 
+#: Plugin arguments of the reference scheduler's stale-NRT mode.
+_STALE_NRT_ARGS = "reconstructAvailable: false\n"
+
 #: The reference scheduler reconstructing zone use from observed (else predicted)
 #: placements - its default.
 RECONSTRUCTION = SchedulerUnderTest(
@@ -77,6 +84,7 @@ RECONSTRUCTION = SchedulerUnderTest(
     name="numa-reference",
     command=_REFERENCE_RUN,
     reason=REFERENCE_REASON,
+    in_cluster_args="{}\n",
 )
 #: The reference scheduler trusting NRT ``available`` as published, however old.
 STALE_NRT = SchedulerUnderTest(
@@ -84,8 +92,9 @@ STALE_NRT = SchedulerUnderTest(
     name="numa-reference-stale",
     command=_REFERENCE_RUN + " --args {workdir}/stale-nrt.yaml",
     reason=REFERENCE_REASON,
-    files={"stale-nrt.yaml": "reconstructAvailable: false\n"},
+    files={"stale-nrt.yaml": _STALE_NRT_ARGS},
     trusts_stale_nrt=True,
+    in_cluster_args=_STALE_NRT_ARGS,
 )
 REFERENCE_MODES = (RECONSTRUCTION, STALE_NRT)
 

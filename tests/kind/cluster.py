@@ -21,7 +21,8 @@ from typing import IO, Any
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KIND_DIR = REPO_ROOT / "kind"
-DEFAULT_NAME = "numa-testkit"
+#: The cluster the tests use (NUMA_TESTKIT_KIND_CLUSTER, as for the kind/ scripts).
+DEFAULT_NAME = os.environ.get("NUMA_TESTKIT_KIND_CLUSTER", "numa-testkit")
 KUBECTL_TIMEOUT_S = 120.0
 
 
