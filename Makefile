@@ -1,13 +1,17 @@
 # The two commands a new user needs:
 #   make demo   set up the virtualenv and run the main job
-#   make test   set up, build (or reuse) the control-plane binaries, run every gate and test
+#   make test   set up, build (or reuse) the control-plane binaries, run every gate and test,
+#               then the Kind tests (builds the offline Kind node image on first use: see
+#               docs/kind.md; the cluster is deleted at the end)
+# Kind by hand: make image (the project image), make kind-up (cluster + image loaded;
+# prints the kubeconfig path), make kind-down.
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck imports pytest controlplane protos bench clean kubectl promtool rules
+.PHONY: demo test lint typecheck imports shellcheck pytest kind-test image kind-up kind-down controlplane protos bench clean kubectl promtool rules
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required (set PYTHON=...)")'
@@ -51,17 +55,39 @@ typecheck: $(VENV)/.installed-dev
 imports: $(VENV)/.installed-dev
 	$(BIN)/lint-imports
 
+shellcheck:
+	kind/shellcheck.sh
+
 pytest: $(VENV)/.installed-dev
 	NUMA_TESTKIT_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" \
 	NUMA_TESTKIT_KUBECTL="$$(tests/controlplane/build-kubectl.sh)" \
 	NUMA_TESTKIT_PROMETHEUS_BIN="$$(tests/prometheus/install.sh)" \
 	$(BIN)/pytest
 
+# The tests marked `kind` (scenario g, tests/kind/): the builds run first, with their
+# progress lines, so that pytest's per-test timeout only covers the cluster and the test.
+kind-test: $(VENV)/.installed-dev
+	@echo "== kind: Docker engine and offline node image (cached; first build ~30 min, see docs/kind.md)"
+	kind/build-node-image.sh >/dev/null
+	@echo "== kind: project image"
+	kind/image.sh $(BIN)/python >/dev/null
+	@echo "== kind: tests (cluster up, scenario g, cluster deleted)"
+	$(BIN)/pytest --kind -m kind tests/kind
+
 test: $(VENV)/.installed-dev
 	tests/controlplane/build.sh >/dev/null
 	tests/controlplane/build-kubectl.sh >/dev/null
 	tests/prometheus/install.sh >/dev/null
-	$(MAKE) --no-print-directory lint typecheck imports rules pytest
+	$(MAKE) --no-print-directory lint typecheck imports shellcheck rules pytest kind-test
+
+image: $(VENV)/.installed-runtime
+	kind/image.sh $(BIN)/python
+
+kind-up: $(VENV)/.installed-runtime
+	kind/up.sh
+
+kind-down:
+	kind/down.sh
 
 protos: $(VENV)/.installed-dev
 	$(BIN)/python -m protos.generate

@@ -25,6 +25,27 @@ settings.register_profile("ci", deadline=None, derandomize=True, database=None, 
 settings.load_profile("ci" if os.environ.get("CI") == "true" else "default")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--kind",
+        action="store_true",
+        default=False,
+        help="also run the tests marked `kind`: they bring up a real Kind cluster with "
+        "kind/up.sh for the session and delete it at the end (make test runs them)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without --kind, tests marked `kind` are deselected (not skipped): `make pytest`
+    stays fast and needs no Docker; `make test` runs them in a second pytest run."""
+    if config.getoption("--kind"):
+        return
+    deselected = [item for item in items if item.get_closest_marker("kind")]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if not item.get_closest_marker("kind")]
+
+
 @pytest.fixture(scope="session")
 def control_plane() -> Iterator[ControlPlane]:
     """A running etcd + kube-apiserver (RBAC, default admission plugins) on loopback."""
