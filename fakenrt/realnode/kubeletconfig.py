@@ -21,6 +21,28 @@ API_VERSION = "kubelet.config.k8s.io/v1beta1"
 _DISK_SIGNALS = ("nodefs.available", "nodefs.inodesFree", "imagefs.available", "imagefs.inodesFree")
 
 
+#: Every field :func:`kubelet_configuration` may set: a reconfigured kubelet takes these
+#: from the new profile only (none of them may linger from an earlier one).
+MANAGED_FIELDS = frozenset(
+    {
+        "failCgroupV1",
+        "maxPods",
+        "topologyManagerPolicy",
+        "topologyManagerScope",
+        "topologyManagerPolicyOptions",
+        "cpuManagerPolicy",
+        "cpuManagerPolicyOptions",
+        "memoryManagerPolicy",
+        "featureGates",
+        "reservedSystemCPUs",
+        "systemReserved",
+        "kubeReserved",
+        "evictionHard",
+        "reservedMemory",
+    }
+)
+
+
 def _quantity(name: str, amount: int) -> str:
     """A reservation value: ``cpu`` in millicores, the rest in bytes."""
     return f"{amount}m" if name == "cpu" else str(amount)

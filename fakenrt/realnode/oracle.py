@@ -127,6 +127,15 @@ def simulated_verdicts(profile: NodeProfile, pods: Sequence[PodSpec]) -> tuple[V
     return tuple(simulated_verdict(node.admit(pod), inventory) for pod in pods)
 
 
+def kubelet_decided(status: Mapping[str, Any]) -> bool:
+    """Has the kubelet decided on this pod? A new pod is ``Pending`` before the kubelet
+    sees it too; the kubelet's verdict is a ``Failed`` phase, or container statuses (an
+    admitted pod whose plain init container never ends stays ``Pending``)."""
+    if status.get("phase") in ("Failed", "Running", "Succeeded"):
+        return True
+    return bool(status.get("containerStatuses") or status.get("initContainerStatuses"))
+
+
 def verdict_from_status(status: Mapping[str, Any]) -> tuple[bool, str | None, str | None]:
     """(admitted, reason, message) from a Pod's ``status``. A pod the kubelet rejected is
     ``Failed`` with a reason; one it admitted is ``Pending`` (containers starting),

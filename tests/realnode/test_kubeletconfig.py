@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from fakenrt.profiles import NodeProfile, parse_profiles
-from fakenrt.realnode.kubeletconfig import kubelet_configuration
+from fakenrt.realnode.kubeletconfig import MANAGED_FIELDS, kubelet_configuration
 from fakenrt.realnode.machine import RenderError
 
 SHAPE = {"numaNodes": 2, "coresPerNumaNode": 2, "threadsPerCore": 2, "memoryPerNumaNode": "4Gi"}
@@ -105,6 +105,7 @@ def test_configuration(
     assert doc["kind"] == "KubeletConfiguration"
     assert doc["failCgroupV1"] is False
     assert {k: doc.get(k) for k in expected} == expected
+    assert set(doc) - {"apiVersion", "kind"} <= MANAGED_FIELDS
 
 
 @pytest.mark.parametrize(

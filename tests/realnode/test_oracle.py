@@ -23,6 +23,7 @@ from fakenrt.realnode.oracle import (
     Verdict,
     compare,
     compared_fields,
+    kubelet_decided,
     real_verdicts,
     reproducer,
     simulated_verdicts,
@@ -359,3 +360,24 @@ def test_reproducer_carries_everything_to_replay() -> None:
     )[0]
     assert list(yaml.safe_load_all(pods_part)) == MANIFESTS[:1]
     assert "fakenrt kubelet explain --profile profile.yaml --node smt --pod pods.yaml" in text
+
+
+@pytest.mark.parametrize(
+    ("status", "decided"),
+    [
+        pytest.param({"phase": "Pending"}, False, id="not-seen-yet"),
+        pytest.param(
+            {"phase": "Pending", "conditions": [{"type": "PodScheduled"}]}, False, id="bound"
+        ),
+        pytest.param(
+            {"phase": "Pending", "initContainerStatuses": [{"name": "setup"}]}, True, id="init-runs"
+        ),
+        pytest.param(
+            {"phase": "Pending", "containerStatuses": [{"name": "c"}]}, True, id="starting"
+        ),
+        pytest.param({"phase": "Running"}, True, id="running"),
+        pytest.param({"phase": "Failed", "reason": "OutOfcpu"}, True, id="rejected"),
+    ],
+)
+def test_kubelet_decided(status: dict[str, Any], decided: bool) -> None:
+    assert kubelet_decided(status) is decided
