@@ -11,7 +11,10 @@ node container's root; ``utils/sysinfo/sysinfo.go`` and ``utils/sysfs/sysfs.go``
   ``devices/system/cpu``; here it is a directory, because a symlink would resolve to the
   real machine's CPUs inside the node container. ``cpulist`` is written too (the exporter
   and other tools read it);
-* ``sys/devices/system/cpu/online`` - every CPU of the profile;
+* ``sys/devices/system/cpu/`` - ``online`` (every CPU of the profile) and, per CPU,
+  ``topology/`` and, when the profile gives uncore caches, ``cache/index3/`` (cAdvisor
+  reads caches from ``/sys/devices/system/cpu/cpu<M>/cache``: the whole directory is
+  replaced, so the real machine's caches do not leak into the profile's CPUs);
 * ``proc/cpuinfo`` - ``physical id`` (the sockets the kubelet counts), ``core id`` and
   ``cpu MHz`` (required unless ``cpufreq`` says otherwise);
 * ``proc/meminfo`` - ``MemTotal``, the Node's memory capacity;
@@ -46,7 +49,7 @@ HUGEPAGES_BASE = "sys/kernel/mm/hugepages"
 #: Directories and single files, each one bind mount (``kind.py``).
 MOUNTS = (
     (NODE_BASE, "/sys/devices/system/node"),
-    (f"{CPU_BASE}/online", "/sys/devices/system/cpu/online"),
+    (CPU_BASE, "/sys/devices/system/cpu"),
     ("proc/cpuinfo", "/proc/cpuinfo"),
     ("proc/meminfo", "/proc/meminfo"),
     (HUGEPAGES_BASE, "/sys/kernel/mm/hugepages"),
@@ -129,10 +132,27 @@ def machine_files(profile: NodeProfile) -> dict[str, str]:
             cpu_dir = f"{base}/cpu{cpu}"
             files[f"{cpu_dir}/topology/core_id"] = f"{info.core}\n"
             files[f"{cpu_dir}/topology/physical_package_id"] = f"{info.socket}\n"
-            if info.uncore is not None:
-                files.update(_uncore_cache(profile, cpu_dir, info.uncore))
     all_cpus = sorted(profile.cpu_topology)
-    files[f"{CPU_BASE}/online"] = format_cpulist(all_cpus) + "\n"
+    for name in ("online", "possible", "present"):
+        files[f"{CPU_BASE}/{name}"] = format_cpulist(all_cpus) + "\n"
+    siblings: dict[int, list[int]] = {}
+    package: dict[int, list[int]] = {}
+    for info in profile.cpu_topology.values():
+        siblings.setdefault(info.core, []).append(info.cpu)
+        package.setdefault(info.socket, []).append(info.cpu)
+    for cpu in all_cpus:
+        info = profile.cpu_topology[cpu]
+        cpu_dir = f"{CPU_BASE}/cpu{cpu}"
+        files[f"{cpu_dir}/topology/core_id"] = f"{info.core}\n"
+        files[f"{cpu_dir}/topology/physical_package_id"] = f"{info.socket}\n"
+        files[f"{cpu_dir}/topology/thread_siblings_list"] = (
+            format_cpulist(siblings[info.core]) + "\n"
+        )
+        files[f"{cpu_dir}/topology/core_siblings_list"] = (
+            format_cpulist(package[info.socket]) + "\n"
+        )
+        if info.uncore is not None:
+            files.update(_uncore_cache(profile, cpu_dir, info.uncore))
     files[f"{NODE_BASE}/online"] = format_cpulist(ids) + "\n"
     files[f"{NODE_BASE}/possible"] = format_cpulist(ids) + "\n"
     files[f"{NODE_BASE}/has_cpu"] = format_cpulist(z.id for z in profile.zones if z.cpus) + "\n"
@@ -177,4 +197,15 @@ def _uncore_cache(profile: NodeProfile, cpu_dir: str, uncore: int) -> dict[str, 
         f"{base}/type": "Unified\n",
         f"{base}/size": "32768K\n",
         f"{base}/shared_cpu_list": format_cpulist(sharing) + "\n",
+        # cAdvisor counts the cache's CPUs from this mask (getCPUCount in utils/sysfs).
+        f"{base}/shared_cpu_map": cpu_mask(sharing) + "\n",
     }
+
+
+def cpu_mask(cpus: list[int]) -> str:
+    """A Linux cpumask: hex words of 32 CPUs, most significant first, comma-separated."""
+    value = 0
+    for cpu in cpus:
+        value |= 1 << cpu
+    words = max(1, (max(cpus, default=0) // 32) + 1)
+    return ",".join(f"{(value >> (32 * w)) & 0xFFFFFFFF:08x}" for w in reversed(range(words)))

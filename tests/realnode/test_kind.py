@@ -44,7 +44,7 @@ def test_one_worker_per_node_with_its_mounts(tmp_path: Path) -> None:
     mounts = {m["containerPath"]: m["hostPath"] for m in worker["extraMounts"]}
     assert mounts == {
         "/sys/devices/system/node": f"{tmp_path}/a/sys/devices/system/node",
-        "/sys/devices/system/cpu/online": f"{tmp_path}/a/sys/devices/system/cpu/online",
+        "/sys/devices/system/cpu": f"{tmp_path}/a/sys/devices/system/cpu",
         "/proc/cpuinfo": f"{tmp_path}/a/proc/cpuinfo",
         "/proc/meminfo": f"{tmp_path}/a/proc/meminfo",
         "/sys/kernel/mm/hugepages": f"{tmp_path}/a/sys/kernel/mm/hugepages",

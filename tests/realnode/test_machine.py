@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from exporter.sysfs import read_cpu_numa_map
 from fakenrt.profiles import NodeProfile, parse_profiles
 from fakenrt.profiles.resources import node_capacity, zone_capacity
-from fakenrt.realnode.machine import RenderError, machine_files, numa_mem_total
+from fakenrt.realnode.machine import RenderError, cpu_mask, machine_files, numa_mem_total
 from fakenrt.realnode.writing import write_files
 from tests.realnode.machine_reader import read_machine
 
@@ -168,10 +168,26 @@ def test_uncore_caches_are_written_per_cpu() -> None:
         }
     )
     files = machine_files(profile)
-    base = "sys/devices/system/node/node0"
+    # cAdvisor reads caches under /sys/devices/system/cpu/cpu<M>/cache
+    base = "sys/devices/system/cpu"
     ids = {cpu: files[f"{base}/cpu{cpu}/cache/index3/id"] for cpu in range(4)}
     assert ids[0] == ids[1] != ids[2] == ids[3]
     assert files[f"{base}/cpu2/cache/index3/shared_cpu_list"] == "2-3\n"
+    assert files[f"{base}/cpu2/cache/index3/shared_cpu_map"] == "0000000c\n"
+    assert files[f"{base}/cpu0/cache/index3/level"] == "3\n"
+
+
+@pytest.mark.parametrize(
+    ("cpus", "mask"),
+    [
+        pytest.param([0], "00000001", id="cpu0"),
+        pytest.param([0, 1, 2, 3], "0000000f", id="four"),
+        pytest.param([31, 32], "00000001,80000000", id="two-words"),
+        pytest.param([64], "00000001,00000000,00000000", id="three-words"),
+    ],
+)
+def test_cpu_mask(cpus: list[int], mask: str) -> None:
+    assert cpu_mask(cpus) == mask
 
 
 def test_memory_not_in_whole_kib_cannot_be_carried() -> None:
