@@ -26,9 +26,11 @@ from typing import Any, TypeVar
 import yaml
 
 from exporter.podresources_client import PodResourcesClient, PodResourcesError
+from exporter.quantities import parse_decimal, parse_integer
 from exporter.resources import PodResources
 from fakenrt.deviceplugin.inventory import resources
 from fakenrt.profiles import NodeProfile
+from fakenrt.profiles.resources import node_allocatable
 from fakenrt.realnode.kind import (
     PLUGIN_NAMESPACE,
     device_plugin_manifests,
@@ -103,30 +105,49 @@ class RealKubeletNode:
                     shutil.rmtree(child) if child.is_dir() else child.unlink()
         write_files(files_root, machine_files(profile))
         config = scenario_config(self.base_config, profile)
+        before = self._socket_inode()
         self.node_exec(
             "sh", "-c",
             "cat > /var/lib/kubelet/config.yaml && rm -f /var/lib/kubelet/cpu_manager_state "
-            "/var/lib/kubelet/memory_manager_state && systemctl restart kubelet",
+            "/var/lib/kubelet/memory_manager_state "
+            "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint "
+            "&& systemctl restart kubelet",
             stdin=yaml.safe_dump(config),
         )  # fmt: skip
-        cpus = str(len(profile.cpu_topology))
-        wait_for(
-            f"node {self.node} Ready with {cpus} CPUs",
-            lambda: True if self._ready_with(cpus) else None,
-        )
+        # The new kubelet: a new podresources socket, then a Node status of the profile's.
+        wait_for("the restarted kubelet's socket", lambda: self._new_socket(before))
         wait_for("the podresources socket", self._listed)
+        allocatable = node_allocatable(profile)
+        expected = (str(len(profile.cpu_topology)), allocatable["cpu"], allocatable["memory"])
+        wait_for(
+            f"node {self.node} Ready with capacity / allocatable {expected}",
+            lambda: True if self._status_is(expected) else None,
+        )
         if resources(profile):
             docs = device_plugin_manifests(nodes=[profile], profiles_text=profile_text, image=IMAGE)
             self.kubectl_run("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
             wanted = {name: str(len(_healthy(profile, name))) for name in resources(profile)}
             wait_for(f"devices {wanted} on {self.node}", lambda: self._has_devices(wanted))
 
-    def _ready_with(self, cpus: str) -> bool:
-        node = self.kubectl_json("node", self.node)
-        ready = any(
-            c["type"] == "Ready" and c["status"] == "True" for c in node["status"]["conditions"]
+    def _socket_inode(self) -> int | None:
+        try:
+            return self.socket.stat().st_ino
+        except OSError:
+            return None
+
+    def _new_socket(self, before: int | None) -> bool | None:
+        inode = self._socket_inode()
+        return True if inode is not None and inode != before else None
+
+    def _status_is(self, expected: tuple[str, int, int]) -> bool:
+        status = self.kubectl_json("node", self.node)["status"]
+        ready = any(c["type"] == "Ready" and c["status"] == "True" for c in status["conditions"])
+        got = (
+            status["capacity"].get("cpu"),
+            int(parse_decimal(status["allocatable"].get("cpu", "0"))),
+            parse_integer(status["allocatable"].get("memory", "0")),
         )
-        return bool(ready and node["status"]["capacity"].get("cpu") == cpus)
+        return bool(ready and got == expected)
 
     def _has_devices(self, wanted: Mapping[str, str]) -> bool | None:
         allocatable = self.kubectl_json("node", self.node)["status"]["allocatable"]
