@@ -136,14 +136,23 @@ def kubelet_decided(status: Mapping[str, Any]) -> bool:
     return bool(status.get("containerStatuses") or status.get("initContainerStatuses"))
 
 
+#: What the kubelet puts before an admit handler's message in a rejected pod's status
+#: (``rejectPod`` in ``pkg/kubelet/kubelet.go``).
+REJECTED_PREFIX = "Pod was rejected: "
+
+
 def verdict_from_status(status: Mapping[str, Any]) -> tuple[bool, str | None, str | None]:
     """(admitted, reason, message) from a Pod's ``status``. A pod the kubelet rejected is
-    ``Failed`` with a reason; one it admitted is ``Pending`` (containers starting),
+    ``Failed`` with a reason, and the admit handler's message after
+    :data:`REJECTED_PREFIX`; one it admitted is ``Pending`` (containers starting),
     ``Running`` or ``Succeeded``. Raises ValueError when the kubelet has not decided yet
     (no phase) or the status says something else."""
     phase = status.get("phase")
     if phase == "Failed":
-        return False, status.get("reason") or "Failed", status.get("message")
+        message = status.get("message")
+        if isinstance(message, str):
+            message = message.removeprefix(REJECTED_PREFIX)
+        return False, status.get("reason") or "Failed", message
     if phase in ("Pending", "Running", "Succeeded"):
         return True, None, None
     raise ValueError(f"no kubelet verdict in the pod status (phase {phase!r})")

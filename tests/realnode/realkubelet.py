@@ -105,7 +105,7 @@ class RealKubeletNode:
                     shutil.rmtree(child) if child.is_dir() else child.unlink()
         write_files(files_root, machine_files(profile))
         config = scenario_config(self.base_config, profile)
-        before = self._socket_inode()
+        before = self._kubelet_pid()
         self.node_exec(
             "sh", "-c",
             "cat > /var/lib/kubelet/config.yaml && rm -f /var/lib/kubelet/cpu_manager_state "
@@ -114,8 +114,9 @@ class RealKubeletNode:
             "&& systemctl restart kubelet",
             stdin=yaml.safe_dump(config),
         )  # fmt: skip
-        # The new kubelet: a new podresources socket, then a Node status of the profile's.
-        wait_for("the restarted kubelet's socket", lambda: self._new_socket(before))
+        # The new kubelet: a new process, its podresources socket, then a Node status of
+        # the profile's.
+        wait_for("the restarted kubelet", lambda: self._new_kubelet(before))
         wait_for("the podresources socket", self._listed)
         allocatable = node_allocatable(profile)
         expected = (str(len(profile.cpu_topology)), allocatable["cpu"], allocatable["memory"])
@@ -125,19 +126,20 @@ class RealKubeletNode:
         )
         if resources(profile):
             docs = device_plugin_manifests(nodes=[profile], profiles_text=profile_text, image=IMAGE)
+            for doc in docs:
+                if doc["kind"] == "Pod":
+                    # The worker keeps the label of the profile it was created with.
+                    doc["spec"]["nodeSelector"] = {"kubernetes.io/hostname": self.node}
             self.kubectl_run("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
             wanted = {name: str(len(_healthy(profile, name))) for name in resources(profile)}
             wait_for(f"devices {wanted} on {self.node}", lambda: self._has_devices(wanted))
 
-    def _socket_inode(self) -> int | None:
-        try:
-            return self.socket.stat().st_ino
-        except OSError:
-            return None
+    def _kubelet_pid(self) -> str:
+        return self.node_exec("systemctl", "show", "kubelet", "-p", "MainPID", "--value").strip()
 
-    def _new_socket(self, before: int | None) -> bool | None:
-        inode = self._socket_inode()
-        return True if inode is not None and inode != before else None
+    def _new_kubelet(self, before: str) -> bool | None:
+        pid = self._kubelet_pid()
+        return True if pid not in ("", "0", before) else None
 
     def _status_is(self, expected: tuple[str, int, int]) -> bool:
         status = self.kubectl_json("node", self.node)["status"]
@@ -150,8 +152,19 @@ class RealKubeletNode:
         return bool(ready and got == expected)
 
     def _has_devices(self, wanted: Mapping[str, str]) -> bool | None:
-        allocatable = self.kubectl_json("node", self.node)["status"]["allocatable"]
-        return True if all(allocatable.get(k) == v for k, v in wanted.items()) else None
+        """The kubelet's own view (GetAllocatableResources), not the Node object: a
+        restarted kubelet's Node keeps the previous device capacity for a while."""
+        client = PodResourcesClient(self.socket, timeout_s=5)
+        try:
+            devices = client.allocatable().devices
+        except PodResourcesError:
+            return None
+        finally:
+            client.close()
+        counts: dict[str, int] = {}
+        for d in devices:
+            counts[d.resource_name] = counts.get(d.resource_name, 0) + len(d.device_ids)
+        return True if all(str(counts.get(k, 0)) == v for k, v in wanted.items()) else None
 
     def _listed(self) -> tuple[PodResources, ...] | None:
         client = PodResourcesClient(self.socket, timeout_s=5)

@@ -331,6 +331,11 @@ def _as_resources(v: Verdict) -> Any:
             id="rejected",
         ),
         pytest.param({"phase": "Failed"}, (False, "Failed", None), id="failed-no-reason"),
+        pytest.param(
+            {"phase": "Failed", "reason": "OutOfcpu", "message": "Pod was rejected: Node didn't"},
+            (False, "OutOfcpu", "Node didn't"),
+            id="kubelet-prefix",
+        ),
     ],
 )
 def test_verdict_from_status(
