@@ -11,7 +11,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck imports shellcheck pytest kind-test image kind-up kind-down controlplane protos bench clean kubectl promtool rules
+.PHONY: demo test lint typecheck imports kind-check pytest kind-test image kind-up kind-down controlplane protos bench clean kubectl promtool rules
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required (set PYTHON=...)")'
@@ -55,8 +55,10 @@ typecheck: $(VENV)/.installed-dev
 imports: $(VENV)/.installed-dev
 	$(BIN)/lint-imports
 
-shellcheck:
+# The kind/ scripts (shellcheck) and the runc wrapper (go vet, go test).
+kind-check:
 	kind/shellcheck.sh
+	cd kind/runc-wrapper && go vet ./... && go test -count=1 ./...
 
 pytest: $(VENV)/.installed-dev
 	NUMA_TESTKIT_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" \
@@ -64,21 +66,20 @@ pytest: $(VENV)/.installed-dev
 	NUMA_TESTKIT_PROMETHEUS_BIN="$$(tests/prometheus/install.sh)" \
 	$(BIN)/pytest
 
-# The tests marked `kind` (scenario g, tests/kind/): the builds run first, with their
-# progress lines, so that pytest's per-test timeout only covers the cluster and the test.
+# The tests marked `kind` (scenario g, tests/kind/): the node image is built first, with
+# its progress lines, so that pytest's per-test timeout covers only the cluster (kind/up.sh,
+# which also builds and loads the project image) and the tests.
 kind-test: $(VENV)/.installed-dev
-	@echo "== kind: Docker engine and offline node image (cached; first build ~30 min, see docs/kind.md)"
+	@echo "== kind: Docker engine and offline node image (cached; the first build takes 15-30 min, see docs/kind.md)"
 	kind/build-node-image.sh >/dev/null
-	@echo "== kind: project image"
-	kind/image.sh $(BIN)/python >/dev/null
-	@echo "== kind: tests (cluster up, scenario g, cluster deleted)"
+	@echo "== kind: tests (cluster up with the project image, scenario g, cluster deleted)"
 	$(BIN)/pytest --kind -m kind tests/kind
 
 test: $(VENV)/.installed-dev
 	tests/controlplane/build.sh >/dev/null
 	tests/controlplane/build-kubectl.sh >/dev/null
 	tests/prometheus/install.sh >/dev/null
-	$(MAKE) --no-print-directory lint typecheck imports shellcheck rules pytest kind-test
+	$(MAKE) --no-print-directory lint typecheck imports kind-check rules pytest kind-test
 
 image: $(VENV)/.installed-runtime
 	kind/image.sh $(BIN)/python

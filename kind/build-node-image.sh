@@ -27,15 +27,14 @@ k8s_binaries() {
     mkdir -p "$build" "$out.tmp"
     sed 's|^module .*|module numa-testkit/kind-k8s|' "$CONTROLPLANE_GOMOD" >"$build/go.mod"
     cp "${CONTROLPLANE_GOMOD%.mod}.sum" "$build/go.sum"
-    local minor vpkg ldflags cmd
+    local minor vpkg ldflags
     minor=$(echo "$K8S_VERSION" | cut -d. -f2)
     vpkg=k8s.io/component-base/version
     ldflags="-s -w -X $vpkg.gitVersion=$K8S_VERSION -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$minor"
     ldflags="$ldflags -X $vpkg.gitTreeState=clean -X $vpkg.buildDate=1970-01-01T00:00:00Z"
-    for cmd in kubelet kubeadm kubectl kube-controller-manager kube-scheduler kube-proxy; do
-      (cd "$build" && CGO_ENABLED=0 GOFLAGS="-mod=mod -trimpath" \
-        go build -ldflags="$ldflags" -o "$out.tmp/$cmd" "k8s.io/kubernetes/cmd/$cmd") >&2
-    done
+    # One go build for all six: shared packages compile once and the links run in parallel.
+    (cd "$build" && CGO_ENABLED=0 GOFLAGS="-mod=mod -trimpath" go build -ldflags="$ldflags" -o "$out.tmp/" \
+      k8s.io/kubernetes/cmd/{kubelet,kubeadm,kubectl,kube-controller-manager,kube-scheduler,kube-proxy}) >&2
     cp "$cp_bin/kube-apiserver" "$cp_bin/etcd" "$out.tmp/"
     rm -rf "$out"; mv "$out.tmp" "$out"
   fi
@@ -182,6 +181,9 @@ node_image() {
 }
 
 mkdir -p "$KIND_CACHE"
+# One build at a time per cache (several checkouts may share the machine's cache and engine).
+exec 9>"$KIND_CACHE/build.lock"
+flock 9
 debian_base
 wrapper=$(build_runc_wrapper)
 bin=$(k8s_binaries)

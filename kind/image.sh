@@ -15,6 +15,8 @@ python=${1:-$REPO_ROOT/.venv/bin/python}
 
 "$KIND_DIR/docker-up.sh"
 mkdir -p "$KIND_CACHE"
+exec 9>"$KIND_CACHE/build.lock"
+flock 9
 debian_base
 
 ctx=$(mktemp -d)

@@ -21,11 +21,12 @@ node=$CLUSTER_NAME-control-plane
 
 if "$kind" get clusters 2>/dev/null | grep -qx "$CLUSTER_NAME"; then
   running=$(docker inspect -f '{{.Config.Image}}' "$node" 2>/dev/null || true)
-  if [[ $running == "$node_image" ]]; then
+  state=$(docker inspect -f '{{.State.Running}}' "$node" 2>/dev/null || true)
+  if [[ $running == "$node_image" && $state == true ]]; then
     log "cluster $CLUSTER_NAME already runs $node_image: reusing it"
     "$kind" get kubeconfig --name "$CLUSTER_NAME" >"$kubeconfig"
   else
-    log "cluster $CLUSTER_NAME runs ${running:-an unknown image}, not $node_image: recreating it"
+    log "cluster $CLUSTER_NAME runs ${running:-an unknown image} (running: ${state:-no}), not $node_image: recreating it"
     "$kind" delete cluster --name "$CLUSTER_NAME" --kubeconfig "$kubeconfig" >&2
   fi
 fi

@@ -12,7 +12,7 @@
 //     create/run (linux.resources.cpu) and on `update --resources FILE|-`.
 //
 // It edits config.json of the bundle on create/run and the process spec on exec, logs
-// every change to /var/log/numa-testkit-runc.log (not stderr: on create, runc's stderr
+// every change to /var/log/numa-testkit-runc.log ($NUMA_TESTKIT_RUNC_LOG; not stderr: on create, runc's stderr
 // is the container's), and execs the real runc with the unchanged arguments.
 // The real runc is $NUMA_TESTKIT_REAL_RUNC, else the first of /usr/sbin/runc,
 // /usr/bin/runc, /usr/local/sbin/runc that is not this program.
@@ -67,7 +67,11 @@ func fail(err error) {
 }
 
 func logf(format string, args ...any) {
-	f, err := os.OpenFile("/var/log/numa-testkit-runc.log", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	path := os.Getenv("NUMA_TESTKIT_RUNC_LOG")
+	if path == "" {
+		path = "/var/log/numa-testkit-runc.log"
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return
 	}
