@@ -74,8 +74,6 @@ kind-test: $(VENV)/.installed-dev
 	kind/build-node-image.sh >/dev/null
 	@echo "== kind: tests (cluster up with the project image, scenario g, cluster deleted)"
 	$(BIN)/pytest --kind -m kind tests/kind
-	@echo "== kind: the real-kubelet oracle (its own cluster; fixed set + 50 random, ~10 min)"
-	$(BIN)/pytest --kind -m kind tests/realnode
 
 test: $(VENV)/.installed-dev
 	tests/controlplane/build.sh >/dev/null
