@@ -12,6 +12,7 @@ from fakenrt.commands.deviceplugin import device_plugin
 from fakenrt.commands.harness import harness
 from fakenrt.commands.kubelet import kubelet
 from fakenrt.commands.nrt import nrt
+from fakenrt.commands.realnode import realnode
 from fakenrt.commands.scheduler import scheduler
 from fakenrt.commands.simulate import simulate
 
@@ -27,5 +28,15 @@ def main() -> None:
     """
 
 
-for _command in (simulate, demo, kubelet, nrt, controller, scheduler, harness, device_plugin):
+for _command in (
+    simulate,
+    demo,
+    kubelet,
+    nrt,
+    controller,
+    scheduler,
+    harness,
+    device_plugin,
+    realnode,
+):
     main.add_command(_command)

@@ -5,7 +5,11 @@
 //     for CAP_SYS_RESOURCE where the machine's bounding set lacks it fails with "unable
 //     to apply caps: operation not permitted");
 //   - an oomScoreAdj lower than this process's own is raised to it (lowering it needs
-//     CAP_SYS_RESOURCE; the kubelet asks for -998 for sandboxes).
+//     CAP_SYS_RESOURCE; the kubelet asks for -998 for sandboxes);
+//   - (real-kubelet nodes, docs/real-kubelet.md) a cpuset naming CPUs or memory nodes
+//     this machine lacks - a kubelet that believes a profile's topology pins containers
+//     to them - is cut to the ones it has, or to all of them when none is left; on
+//     create/run (linux.resources.cpu) and on `update --resources FILE|-`.
 //
 // It edits config.json of the bundle on create/run and the process spec on exec, logs
 // every change to /var/log/numa-testkit-runc.log ($NUMA_TESTKIT_RUNC_LOG; not stderr: on create, runc's stderr
@@ -17,6 +21,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -105,6 +110,11 @@ func adjust(args []string) error {
 		if process := flagValue(rest, "--process", "-p"); process != "" {
 			return fitFile(process, false)
 		}
+	case "update":
+		// Real-kubelet nodes: the CPU / Memory Manager's cpuset updates.
+		if resources := flagValue(rest, "--resources", "-r"); resources != "" {
+			return fitResources(resources)
+		}
 	}
 	return nil
 }
@@ -165,6 +175,13 @@ func fitFile(path string, wholeSpec bool) error {
 	changed := fitCapabilities(process, allowed)
 	if fitOOMScoreAdj(process) {
 		changed = true
+	}
+	if wholeSpec {
+		if linux, ok := doc["linux"].(map[string]any); ok {
+			if res, ok := linux["resources"].(map[string]any); ok && fitCpuset(res) {
+				changed = true
+			}
+		}
 	}
 	if !changed {
 		return nil
@@ -250,4 +267,158 @@ func fitOOMScoreAdj(process map[string]any) bool {
 	logf("raising oomScoreAdj %d to %d\n", int(v), own)
 	process["oomScoreAdj"] = own
 	return true
+}
+
+// --- cpusets of real-kubelet nodes (docs/real-kubelet.md) ---------------------------
+
+// fitResources fits the LinuxResources JSON of `runc update --resources` (a file, or "-":
+// stdin, as containerd passes it; the fitted JSON then becomes the real runc's stdin).
+func fitResources(path string) error {
+	var raw []byte
+	var err error
+	if path == "-" {
+		raw, err = io.ReadAll(os.Stdin)
+	} else {
+		raw, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return err
+	}
+	out := raw
+	var res map[string]any
+	if json.Unmarshal(raw, &res) == nil && fitCpuset(res) {
+		if out, err = json.Marshal(res); err != nil {
+			return err
+		}
+	}
+	if path != "-" {
+		if len(out) == len(raw) && string(out) == string(raw) {
+			return nil
+		}
+		return os.WriteFile(path, out, 0o600)
+	}
+	// Hand the (possibly fitted) bytes to the real runc on a fresh stdin: written
+	// before the exec (a LinuxResources document is far smaller than a pipe's buffer).
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(out); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return syscall.Dup3(int(r.Fd()), 0, 0)
+}
+
+// fitCpuset cuts resources.cpu.cpus / .mems to the CPUs / memory nodes this process may
+// use (Cpus_allowed_list / Mems_allowed_list of /proc/self/status: the node container's
+// /sys topology files may be a profile's, not the machine's).
+func fitCpuset(res map[string]any) bool {
+	cpu, ok := res["cpu"].(map[string]any)
+	if !ok {
+		return false
+	}
+	changed := false
+	for _, field := range []struct{ key, status string }{
+		{"cpus", "Cpus_allowed_list"}, {"mems", "Mems_allowed_list"},
+	} {
+		asked, _ := cpu[field.key].(string)
+		if asked == "" {
+			continue
+		}
+		have, err := allowedList(field.status)
+		if err != nil {
+			continue
+		}
+		fitted := fitList(asked, have)
+		if fitted != asked {
+			logf("cpuset %s: the kubelet asked for %q, this machine has %q: using %q\n",
+				field.key, asked, formatList(have), fitted)
+			cpu[field.key] = fitted
+			changed = true
+		}
+	}
+	return changed
+}
+
+func allowedList(key string) ([]int, error) {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
+			return parseList(strings.TrimSpace(v))
+		}
+	}
+	return nil, fmt.Errorf("/proc/self/status has no %s line", key)
+}
+
+// fitList keeps the asked ids the machine has, or all it has when none is left.
+func fitList(asked string, have []int) string {
+	ids, err := parseList(asked)
+	if err != nil || len(have) == 0 {
+		return asked
+	}
+	present := map[int]bool{}
+	for _, id := range have {
+		present[id] = true
+	}
+	var kept []int
+	for _, id := range ids {
+		if present[id] {
+			kept = append(kept, id)
+		}
+	}
+	if len(kept) == len(ids) {
+		return asked
+	}
+	if len(kept) == 0 {
+		kept = have
+	}
+	return formatList(kept)
+}
+
+func parseList(text string) ([]int, error) {
+	var ids []int
+	for _, part := range strings.Split(text, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil, err
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				return nil, err
+			}
+		}
+		for i := a; i <= b && i-a < 1<<16; i++ {
+			ids = append(ids, i)
+		}
+	}
+	return ids, nil
+}
+
+func formatList(ids []int) string {
+	parts := []string{}
+	for i := 0; i < len(ids); {
+		j := i
+		for j+1 < len(ids) && ids[j+1] == ids[j]+1 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, strconv.Itoa(ids[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", ids[i], ids[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
 }

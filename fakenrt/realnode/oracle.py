@@ -1,0 +1,335 @@
+"""The oracle: the simulator's decisions against a real kubelet's, pod by pod. Pure.
+
+Both sides become :class:`Verdict` values - admitted or the kubelet's reason and message,
+and per container the exclusive CPU ids, the devices (their NUMA nodes; their ids where
+``GetPreferredAllocation`` fixes them) and the Memory Manager blocks (type, size, NUMA
+set) - and :func:`compare` lists every field where they differ.
+
+* The simulator's side: :func:`simulated_verdicts` admits the pods in order on a fresh
+  :class:`~fakenrt.kubelet.node.NodeState`.
+* The kubelet's side: :func:`real_verdicts` reads the verdict from each Pod's status (a
+  pod the kubelet rejects is ``Failed`` with the admit handler's reason and message) and
+  the placements from a podresources ``List`` (``exporter.resources`` values, as the
+  exporter's client returns them). ``List`` reports exclusive CPUs only, and sidecars and
+  regular containers only: plain init containers are not compared.
+* Device NUMA nodes are looked up in the profile on both sides (the fake device plugin
+  advertises exactly those). Device ids are compared where the simulator's merged hint
+  for the container (or pod, in pod scope) has a NUMA affinity: there the kubelet asks
+  the plugin's ``GetPreferredAllocation`` whenever it has a choice, and the plugin packs
+  as the simulator does. For a hint without affinity the plugin and the simulator pick
+  differently by design (docs/device-plugin.md), so only the NUMA nodes count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from exporter.cpulist import format_cpulist
+from exporter.resources import PodResources
+from fakenrt.kubelet.allocation import INIT, AdmissionResult
+from fakenrt.kubelet.node import NodeState
+from fakenrt.kubelet.provider_devices import DeviceInventory
+from fakenrt.podspec import PodSpec
+from fakenrt.profiles.model import NodeProfile
+
+ADMITTED = "admitted"
+
+
+@dataclass(frozen=True)
+class DevicePlacement:
+    """One resource's devices in one container: the NUMA node of each (sorted; -1 for a
+    device without NUMA affinity) and the ids, or None where ids are not compared."""
+
+    numa: tuple[int, ...]
+    ids: frozenset[str] | None = None
+
+
+@dataclass(frozen=True)
+class ContainerPlacement:
+    name: str
+    cpus: frozenset[int] = frozenset()
+    devices: Mapping[str, DevicePlacement] = field(default_factory=dict)
+    #: (type, size, NUMA set) of each block, sorted.
+    memory: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    pod: str
+    admitted: bool
+    reason: str | None = None
+    message: str | None = None
+    containers: tuple[ContainerPlacement, ...] = ()
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One field where the two sides differ. ``container`` is None for pod fields."""
+
+    pod: str
+    container: str | None
+    field: str
+    simulator: str
+    kubelet: str
+
+
+#: The fields compared for every pod, and for every container of an admitted pod.
+POD_FIELDS = ("verdict", "message")
+CONTAINER_FIELDS = ("cpus", "devices", "memory")
+
+
+def _numa_list(ids: Sequence[str], numa_of: Mapping[str, int | None]) -> tuple[int, ...]:
+    return tuple(sorted(-1 if numa_of.get(i) is None else int(numa_of[i] or 0) for i in ids))
+
+
+def _fixed_ids(result: AdmissionResult) -> dict[str | None, bool]:
+    """Per container name (None: the whole pod, pod scope): does the merged hint have a
+    NUMA affinity?"""
+    return {r.container: r.best.numa is not None for r in result.hints}
+
+
+def simulated_verdict(result: AdmissionResult, inventory: DeviceInventory) -> Verdict:
+    """The simulator's :class:`AdmissionResult` as a :class:`Verdict`."""
+    if not result.admit or result.allocation is None:
+        return Verdict(result.pod_key, False, result.reason, result.message)
+    fixed = _fixed_ids(result)
+    containers = []
+    for c in result.allocation.containers:
+        if c.kind == INIT:
+            continue
+        # No hint at all (Topology Manager policy none): the kubelet has no affinity either.
+        ids_fixed = fixed.get(c.name, fixed.get(None, False))
+        devices = {
+            name: DevicePlacement(
+                _numa_list(ids, inventory.numa_of(name)),
+                frozenset(ids) if ids_fixed else None,
+            )
+            for name, ids in c.devices.items()
+            if ids
+        }
+        memory = tuple(sorted((b.type, b.size, tuple(sorted(b.numa))) for b in c.memory))
+        containers.append(ContainerPlacement(c.name, c.cpus, devices, memory))
+    return Verdict(result.pod_key, True, containers=tuple(sorted(containers, key=_by_name)))
+
+
+def _by_name(c: ContainerPlacement) -> str:
+    return c.name
+
+
+def simulated_verdicts(profile: NodeProfile, pods: Sequence[PodSpec]) -> tuple[Verdict, ...]:
+    """Admit ``pods`` in order on a fresh simulated node."""
+    node = NodeState.from_profile(profile)
+    inventory = DeviceInventory.from_profile(profile)
+    return tuple(simulated_verdict(node.admit(pod), inventory) for pod in pods)
+
+
+def kubelet_decided(status: Mapping[str, Any]) -> bool:
+    """Has the kubelet decided on this pod? A new pod is ``Pending`` before the kubelet
+    sees it too; the kubelet's verdict is a ``Failed`` phase, or container statuses (an
+    admitted pod whose plain init container never ends stays ``Pending``)."""
+    if status.get("phase") in ("Failed", "Running", "Succeeded"):
+        return True
+    return bool(status.get("containerStatuses") or status.get("initContainerStatuses"))
+
+
+#: What the kubelet puts before an admit handler's message in a rejected pod's status
+#: (``rejectPod`` in ``pkg/kubelet/kubelet.go``).
+REJECTED_PREFIX = "Pod was rejected: "
+
+
+def verdict_from_status(status: Mapping[str, Any]) -> tuple[bool, str | None, str | None]:
+    """(admitted, reason, message) from a Pod's ``status``. A pod the kubelet rejected is
+    ``Failed`` with a reason, and the admit handler's message after
+    :data:`REJECTED_PREFIX`; one it admitted is ``Pending`` (containers starting),
+    ``Running`` or ``Succeeded``. Raises ValueError when the kubelet has not decided yet
+    (no phase) or the status says something else."""
+    phase = status.get("phase")
+    if phase == "Failed":
+        message = status.get("message")
+        if isinstance(message, str):
+            message = message.removeprefix(REJECTED_PREFIX)
+        return False, status.get("reason") or "Failed", message
+    if phase in ("Pending", "Running", "Succeeded"):
+        return True, None, None
+    raise ValueError(f"no kubelet verdict in the pod status (phase {phase!r})")
+
+
+def real_verdicts(
+    *,
+    pods: Sequence[PodSpec],
+    statuses: Mapping[str, Mapping[str, Any]],
+    listed: Sequence[PodResources],
+    profile: NodeProfile,
+) -> tuple[Verdict, ...]:
+    """The real kubelet's verdicts: ``statuses`` maps pod key -> Pod ``status``;
+    ``listed`` is the podresources ``List`` answer taken after the last pod."""
+    inventory = DeviceInventory.from_profile(profile)
+    by_key = {p.key: p for p in listed}
+    out = []
+    for pod in pods:
+        if pod.key not in statuses:
+            raise ValueError(f"pod {pod.key}: no status from the kubelet")
+        try:
+            admitted, reason, message = verdict_from_status(statuses[pod.key])
+        except ValueError as exc:
+            raise ValueError(f"pod {pod.key}: {exc}") from None
+        if not admitted:
+            out.append(Verdict(pod.key, False, reason, message))
+            continue
+        names = [c.name for c in pod.sidecars] + [c.name for c in pod.containers]
+        reported = {c.name: c for c in by_key[pod.key].containers} if pod.key in by_key else {}
+        containers = []
+        for name in names:
+            c = reported.get(name)
+            if c is None:
+                containers.append(ContainerPlacement(name))
+                continue
+            devices: dict[str, list[str]] = {}
+            for d in c.devices:
+                devices.setdefault(d.resource_name, []).extend(d.device_ids)
+            containers.append(
+                ContainerPlacement(
+                    name,
+                    frozenset(c.cpu_ids),
+                    {
+                        r: DevicePlacement(_numa_list(ids, inventory.numa_of(r)), frozenset(ids))
+                        for r, ids in devices.items()
+                        if ids
+                    },
+                    tuple(
+                        sorted((m.memory_type, m.size, tuple(sorted(m.numa_ids))) for m in c.memory)
+                    ),
+                )
+            )
+        out.append(Verdict(pod.key, True, containers=tuple(sorted(containers, key=_by_name))))
+    return tuple(out)
+
+
+def _verdict_text(v: Verdict) -> str:
+    return ADMITTED if v.admitted else f"rejected {v.reason}"
+
+
+def _devices_text(devices: Mapping[str, DevicePlacement], *, ids: bool) -> str:
+    parts = []
+    for name in sorted(devices):
+        d = devices[name]
+        numa = ",".join("none" if n < 0 else str(n) for n in d.numa)
+        text = f"{name} numa [{numa}]"
+        if ids and d.ids is not None:
+            text += f" ids {sorted(d.ids)}"
+        parts.append(text)
+    return "; ".join(parts) or "-"
+
+
+def _memory_text(memory: tuple[tuple[str, int, tuple[int, ...]], ...]) -> str:
+    return "; ".join(f"{t} {size} numa {list(numa)}" for t, size, numa in memory) or "-"
+
+
+def _compare_container(
+    pod: str, sim: ContainerPlacement, real: ContainerPlacement
+) -> list[Difference]:
+    diffs = []
+    if sim.cpus != real.cpus:
+        diffs.append(
+            Difference(
+                pod,
+                sim.name,
+                "cpus",
+                format_cpulist(sim.cpus) or "-",
+                format_cpulist(real.cpus) or "-",
+            )
+        )
+    # Ids count only where the simulator says they are fixed.
+    real_devices = {
+        name: DevicePlacement(d.numa, d.ids if sim.devices.get(name, d).ids is not None else None)
+        for name, d in real.devices.items()
+    }
+    if dict(sim.devices) != real_devices:
+        diffs.append(
+            Difference(
+                pod,
+                sim.name,
+                "devices",
+                _devices_text(sim.devices, ids=True),
+                _devices_text(real_devices, ids=True),
+            )
+        )
+    if sim.memory != real.memory:
+        diffs.append(
+            Difference(pod, sim.name, "memory", _memory_text(sim.memory), _memory_text(real.memory))
+        )
+    return diffs
+
+
+def compare(
+    simulated: Sequence[Verdict], real: Sequence[Verdict], *, messages: bool = True
+) -> tuple[Difference, ...]:
+    """Every difference, in pod order. Pods must be given in the same order on both
+    sides. ``messages=False`` leaves rejection messages out."""
+    if [v.pod for v in simulated] != [v.pod for v in real]:
+        raise ValueError("the two sides decided different pods")
+    diffs: list[Difference] = []
+    for sim, kub in zip(simulated, real, strict=True):
+        if (sim.admitted, sim.reason) != (kub.admitted, kub.reason):
+            diffs.append(
+                Difference(sim.pod, None, "verdict", _verdict_text(sim), _verdict_text(kub))
+            )
+            continue
+        if messages and sim.message != kub.message:
+            diffs.append(
+                Difference(sim.pod, None, "message", sim.message or "-", kub.message or "-")
+            )
+        if not sim.admitted:
+            continue
+        sims = {c.name: c for c in sim.containers}
+        kubs = {c.name: c for c in kub.containers}
+        for name in sorted(set(sims) | set(kubs)):
+            diffs.extend(
+                _compare_container(
+                    sim.pod,
+                    sims.get(name, ContainerPlacement(name)),
+                    kubs.get(name, ContainerPlacement(name)),
+                )
+            )
+    return tuple(diffs)
+
+
+def compared_fields(verdicts: Sequence[Verdict], *, messages: bool = True) -> int:
+    """How many fields :func:`compare` looks at for these (simulated) verdicts."""
+    total = 0
+    for v in verdicts:
+        total += 1 + (1 if messages else 0)
+        if v.admitted:
+            total += len(CONTAINER_FIELDS) * len(v.containers)
+    return total
+
+
+def reproducer(
+    *,
+    scenario: str,
+    profile_text: str,
+    node: str,
+    pods: Sequence[Mapping[str, Any]],
+    differences: Sequence[Difference],
+) -> str:
+    """A self-contained report of a disagreement: the differences, the profile and the
+    pods (in admission order), and how to replay the simulator's side."""
+    lines = [f"scenario {scenario}: {len(differences)} difference(s), simulator vs kubelet"]
+    for d in differences:
+        where = d.pod if d.container is None else f"{d.pod} container {d.container}"
+        lines.append(f"  {where}: {d.field}: simulator {d.simulator} | kubelet {d.kubelet}")
+    lines += [
+        "",
+        f"# profile.yaml (node {node})",
+        profile_text.rstrip("\n"),
+        "",
+        "# pods.yaml (bound in this order by spec.nodeName)",
+        yaml.safe_dump_all(list(pods), sort_keys=False).rstrip("\n"),
+        "",
+        f"# replay: fakenrt kubelet explain --profile profile.yaml --node {node} --pod pods.yaml",
+    ]
+    return "\n".join(lines) + "\n"

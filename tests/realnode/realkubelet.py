@@ -1,0 +1,286 @@
+"""A real kubelet on profile nodes, in Kind: the oracle's kubelet side (I/O).
+
+One Kind cluster with one real-kubelet worker (``fakenrt realnode render``). Each
+scenario reconfigures that worker instead of making a new cluster: its pods are deleted,
+the machine files are rewritten in place (the bind mounts show the new content), the
+scenario's KubeletConfiguration is merged onto the one ``kubeadm join`` wrote, the CPU
+and Memory Manager checkpoints are removed (a policy change needs it) and the kubelet
+restarts; the fake device plugin Pod is recreated with the scenario's profile. Then the
+pods are created one by one with ``spec.nodeName`` and each waits for the kubelet's
+verdict; placements come from the podresources ``List`` of the worker's socket, read with
+the exporter's client through a short symlink to it (Kind keeps ``/var`` of a node in a
+Docker volume; a unix socket path must be short).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from exporter.podresources_client import PodResourcesClient, PodResourcesError
+from exporter.quantities import parse_decimal, parse_integer
+from exporter.resources import PodResources
+from fakenrt.deviceplugin.inventory import resources
+from fakenrt.profiles import NodeProfile
+from fakenrt.profiles.resources import node_allocatable
+from fakenrt.realnode.kind import (
+    PLUGIN_NAMESPACE,
+    device_plugin_manifests,
+    kind_cluster,
+    worker_name,
+)
+from fakenrt.realnode.kubeletconfig import MANAGED_FIELDS, kubelet_configuration
+from fakenrt.realnode.machine import MOUNTS, machine_files
+from fakenrt.realnode.oracle import kubelet_decided
+from fakenrt.realnode.writing import render_node, write_files
+from tests.kind.cluster import KIND_DIR, KindError, _lib_value, _run
+
+T = TypeVar("T")
+IMAGE = "numa-testkit/numa-testkit:local"
+WAIT_S = 120.0
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout: float = WAIT_S) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value is not None:
+            return value
+        if time.monotonic() > deadline:
+            raise KindError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.2)
+
+
+def scenario_config(base: Mapping[str, Any], profile: NodeProfile) -> dict[str, Any]:
+    """The join-time kubelet config with every profile-managed field from ``profile``."""
+    kept = {k: v for k, v in base.items() if k not in MANAGED_FIELDS}
+    return kept | kubelet_configuration(profile)
+
+
+@dataclass
+class RealKubeletNode:
+    cluster: str
+    kubeconfig: Path
+    kubectl: Path
+    kind: Path
+    work_dir: Path
+    node: str
+    #: The kubelet config ``kubeadm join`` wrote.
+    base_config: dict[str, Any]
+    socket: Path
+
+    # -- commands ----------------------------------------------------------------------
+    def kubectl_run(self, *args: str, stdin: str | None = None) -> str:
+        return _run([str(self.kubectl), "--kubeconfig", str(self.kubeconfig), *args], stdin, 120)
+
+    def kubectl_json(self, *args: str) -> Any:
+        return json.loads(self.kubectl_run("get", *args, "-o", "json"))
+
+    def node_exec(self, *command: str, stdin: str | None = None) -> str:
+        flags = ["-i"] if stdin is not None else []
+        return _run(["docker", "exec", *flags, self.node, *command], stdin, 120)
+
+    # -- scenario set-up ---------------------------------------------------------------
+    def configure(self, profile: NodeProfile, profile_text: str) -> None:
+        """Make the worker's kubelet see ``profile`` with nothing on it."""
+        self.delete_pods()
+        self.kubectl_run(
+            "-n", PLUGIN_NAMESPACE, "delete", "pod", "-l",
+            "app.kubernetes.io/name=fakenrt-device-plugin", "--grace-period=0", "--force",
+            "--ignore-not-found", "--wait=true",
+        )  # fmt: skip
+        files_root = self.work_dir / "nodes" / self.node
+        for relative, _ in MOUNTS:
+            target = files_root / relative
+            if target.is_dir():
+                for child in target.iterdir():
+                    shutil.rmtree(child) if child.is_dir() else child.unlink()
+        write_files(files_root, machine_files(profile))
+        config = scenario_config(self.base_config, profile)
+        before = self._kubelet_pid()
+        self.node_exec(
+            "sh", "-c",
+            "cat > /var/lib/kubelet/config.yaml && rm -f /var/lib/kubelet/cpu_manager_state "
+            "/var/lib/kubelet/memory_manager_state "
+            "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint "
+            "&& systemctl restart kubelet",
+            stdin=yaml.safe_dump(config),
+        )  # fmt: skip
+        # The new kubelet: a new process, its podresources socket, then a Node status of
+        # the profile's.
+        wait_for("the restarted kubelet", lambda: self._new_kubelet(before))
+        wait_for("the podresources socket", self._listed)
+        allocatable = node_allocatable(profile)
+        expected = (str(len(profile.cpu_topology)), allocatable["cpu"], allocatable["memory"])
+        wait_for(
+            f"node {self.node} Ready with capacity / allocatable {expected}",
+            lambda: True if self._status_is(expected) else None,
+        )
+        if resources(profile):
+            docs = device_plugin_manifests(nodes=[profile], profiles_text=profile_text, image=IMAGE)
+            for doc in docs:
+                if doc["kind"] == "Pod":
+                    # The worker keeps the label of the profile it was created with.
+                    doc["spec"]["nodeSelector"] = {"kubernetes.io/hostname": self.node}
+            self.kubectl_run("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+            wanted = {name: str(len(_healthy(profile, name))) for name in resources(profile)}
+            wait_for(f"devices {wanted} on {self.node}", lambda: self._has_devices(wanted))
+
+    def _kubelet_pid(self) -> str:
+        return self.node_exec("systemctl", "show", "kubelet", "-p", "MainPID", "--value").strip()
+
+    def _new_kubelet(self, before: str) -> bool | None:
+        pid = self._kubelet_pid()
+        return True if pid not in ("", "0", before) else None
+
+    def _status_is(self, expected: tuple[str, int, int]) -> bool:
+        status = self.kubectl_json("node", self.node)["status"]
+        ready = any(c["type"] == "Ready" and c["status"] == "True" for c in status["conditions"])
+        got = (
+            status["capacity"].get("cpu"),
+            int(parse_decimal(status["allocatable"].get("cpu", "0"))),
+            parse_integer(status["allocatable"].get("memory", "0")),
+        )
+        return bool(ready and got == expected)
+
+    def _has_devices(self, wanted: Mapping[str, str]) -> bool | None:
+        """The kubelet's own view (GetAllocatableResources), not the Node object: a
+        restarted kubelet's Node keeps the previous device capacity for a while."""
+        client = PodResourcesClient(self.socket, timeout_s=5)
+        try:
+            devices = client.allocatable().devices
+        except PodResourcesError:
+            return None
+        finally:
+            client.close()
+        counts: dict[str, int] = {}
+        for d in devices:
+            counts[d.resource_name] = counts.get(d.resource_name, 0) + len(d.device_ids)
+        return True if all(str(counts.get(k, 0)) == v for k, v in wanted.items()) else None
+
+    def _listed(self) -> tuple[PodResources, ...] | None:
+        client = PodResourcesClient(self.socket, timeout_s=5)
+        try:
+            return client.list()
+        except PodResourcesError:
+            return None
+        finally:
+            client.close()
+
+    def delete_pods(self) -> None:
+        self.kubectl_run(
+            "-n", "default", "delete", "pods", "--all", "--grace-period=0", "--force",
+            "--wait=true",
+        )  # fmt: skip
+
+    # -- running a scenario ------------------------------------------------------------
+    def run_pods(self, manifests: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Create the pods in order on the worker; each waits for the kubelet's verdict.
+        Returns pod key -> status."""
+        statuses: dict[str, dict[str, Any]] = {}
+        for manifest in manifests:
+            doc = json.loads(json.dumps(manifest))
+            doc["spec"]["nodeName"] = self.node
+            name = doc["metadata"]["name"]
+            namespace = doc["metadata"].get("namespace", "default")
+            self.kubectl_run("create", "-f", "-", stdin=json.dumps(doc))
+
+            def decided(ns: str = namespace, n: str = name) -> dict[str, Any] | None:
+                status = self.kubectl_json("-n", ns, "pod", n).get("status", {})
+                return status if kubelet_decided(status) else None
+
+            statuses[f"{namespace}/{name}"] = wait_for(f"the verdict on pod {name}", decided)
+        return statuses
+
+    def listed(self) -> tuple[PodResources, ...]:
+        return wait_for("podresources List", self._listed)
+
+
+def _healthy(profile: NodeProfile, resource: str) -> list[str]:
+    out: list[str] = []
+    for zone in profile.zones:
+        if resource in zone.devices:
+            out.extend(zone.devices[resource].healthy)
+    if resource in profile.devices:
+        out.extend(profile.devices[resource].healthy)
+    return out
+
+
+def create(
+    *, cluster: str, work_dir: Path, profile: NodeProfile, profile_text: str
+) -> RealKubeletNode:
+    """A Kind cluster with one real-kubelet worker rendered from ``profile``."""
+    node_image = _run([str(KIND_DIR / "build-node-image.sh")], None, 7200).strip().splitlines()[-1]
+    kind = Path(
+        _run(["bash", "-c", f'source "{KIND_DIR}/lib.sh" && kind_binary'], None, 600).strip()
+    )
+    kubectl = Path(_lib_value("K8S_BIN_DIR")) / "kubectl"
+    _run([str(KIND_DIR / "image.sh")], None, 1800)
+    nodes_dir = work_dir / "nodes"
+    node = worker_name(cluster, 0)
+    # The worker's files live under its Kind node name; later scenarios rewrite them.
+    render_node(profile, nodes_dir / node)
+    config_path = nodes_dir / "kind-cluster.yaml"
+    config = kind_cluster(cluster=cluster, nodes=[(profile, nodes_dir / node)])
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    kubeconfig = work_dir / "kubeconfig"
+    _run([str(kind), "delete", "cluster", "--name", cluster], None, 300)
+    _run(
+        [str(kind), "create", "cluster", "--name", cluster, "--image", node_image,
+         "--config", str(config_path), "--kubeconfig", str(kubeconfig), "--wait", "0s"],
+        None, 600,
+    )  # fmt: skip
+    _run([str(kind), "load", "docker-image", "--name", cluster, IMAGE], None, 600)
+    volume = json.loads(_run(["docker", "inspect", node], None, 60))[0]["Mounts"]
+    var = next(m["Source"] for m in volume if m["Destination"] == "/var")
+    socket = Path(f"/tmp/{cluster}-podresources.sock")
+    socket.unlink(missing_ok=True)
+    socket.symlink_to(f"{var}/lib/kubelet/pod-resources/kubelet.sock")
+    real = RealKubeletNode(
+        cluster=cluster,
+        kubeconfig=kubeconfig,
+        kubectl=kubectl,
+        kind=kind,
+        work_dir=work_dir,
+        node=node,
+        base_config={},
+        socket=socket,
+    )
+    wait_for("the worker registered", lambda: True if _exists(real) else None, 300)
+    wait_for("default ServiceAccount", lambda: True if _has_sa(real) else None, 300)
+    real.base_config = yaml.safe_load(real.node_exec("cat", "/var/lib/kubelet/config.yaml"))
+    return real
+
+
+def _exists(real: RealKubeletNode) -> bool:
+    try:
+        real.kubectl_run("get", "node", real.node)
+    except KindError:
+        return False
+    return True
+
+
+def _has_sa(real: RealKubeletNode) -> bool:
+    try:
+        real.kubectl_run("-n", "default", "get", "serviceaccount", "default")
+    except KindError:
+        return False
+    return True
+
+
+def delete(real: RealKubeletNode) -> None:
+    real.socket.unlink(missing_ok=True)
+    subprocess.run(
+        [str(real.kind), "delete", "cluster", "--name", real.cluster],
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )

@@ -1,0 +1,89 @@
+"""The oracle's scenarios: every one renders for a real kubelet and is decided by the
+simulator, and the fixed set covers every policy, scope and option."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from fakenrt.realnode.kubeletconfig import kubelet_configuration
+from fakenrt.realnode.machine import machine_files
+from fakenrt.realnode.oracle import simulated_verdicts
+from fakenrt.realnode.scenarios import (
+    Scenario,
+    fixed_scenarios,
+    random_scenario,
+    random_scenarios,
+    scenario_inputs,
+)
+
+FIXED = fixed_scenarios()
+RANDOM = random_scenarios(60, seed=1)
+
+
+@pytest.mark.parametrize("scenario", [*FIXED, *RANDOM], ids=lambda s: s.name)
+def test_scenario_renders_and_is_decided(scenario: Scenario) -> None:
+    profile, pods = scenario_inputs(scenario)
+    assert profile.name == scenario.node_name
+    machine_files(profile)
+    kubelet_configuration(profile)
+    verdicts = simulated_verdicts(profile, pods)
+    assert [v.pod for v in verdicts] == [f"default/{m['metadata']['name']}" for m in scenario.pods]
+
+
+def test_names_are_unique() -> None:
+    names = [s.name for s in (*FIXED, *RANDOM)]
+    assert len(names) == len(set(names))
+    nodes = [s.node_name for s in FIXED]
+    assert len(nodes) == len(set(nodes))
+
+
+def test_the_fixed_set_covers_every_policy_scope_and_option() -> None:
+    profiles = [scenario_inputs(s)[0] for s in FIXED]
+    cfgs = [p.kubelet for p in profiles]
+    assert {c.topology_manager_policy for c in cfgs} == {
+        "none",
+        "best-effort",
+        "restricted",
+        "single-numa-node",
+    }
+    assert {c.topology_manager_scope for c in cfgs} == {"container", "pod"}
+    assert set().union(*(c.cpu_policy_options for c in cfgs)) == {
+        "full-pcpus-only",
+        "distribute-cpus-across-numa",
+        "align-by-socket",
+        "distribute-cpus-across-cores",
+        "strict-cpu-reservation",
+        "prefer-align-cpus-by-uncorecache",
+    }
+    assert any(c.prefer_closest_numa_nodes for c in cfgs)
+    assert {c.memory_manager_policy for c in cfgs} == {"None", "Static"}
+    assert any(
+        len({i.core for i in p.cpu_topology.values()}) < len(p.cpu_topology) for p in profiles
+    )
+    assert any(z.hugepages for p in profiles for z in p.zones)
+    assert any(z.devices for p in profiles for z in p.zones)
+    inits = [c for s in FIXED for m in s.pods for c in m["spec"].get("initContainers", [])]
+    assert any(c.get("restartPolicy") == "Always" for c in inits)
+    assert any("restartPolicy" not in c for c in inits)
+
+
+def test_the_fixed_set_meets_every_verdict() -> None:
+    reasons: Counter[str] = Counter()
+    for scenario in FIXED:
+        profile, pods = scenario_inputs(scenario)
+        reasons.update(v.reason or "admitted" for v in simulated_verdicts(profile, pods))
+    assert set(reasons) == {
+        "admitted",
+        "TopologyAffinityError",
+        "SMTAlignmentError",
+        "UnexpectedAdmissionError",
+        "OutOfcpu",
+    }
+
+
+def test_random_scenarios_are_reproducible_from_the_seed() -> None:
+    assert random_scenario(7, 3) == random_scenario(7, 3)
+    assert random_scenarios(5, seed=7) != random_scenarios(5, seed=8)
+    assert random_scenarios(5, seed=7)[4] == random_scenario(7, 4)
