@@ -83,6 +83,8 @@ kind-test: $(VENV)/.installed-dev
 	kind/build-node-image.sh >/dev/null
 	@echo "== kind: tests (cluster up with the project image, scenarios a-f in-cluster, scenario g, cluster deleted)"
 	$(BIN)/pytest --kind -m 'kind or controlplane' tests/e2e tests/kind
+	@echo "== kind: the real-kubelet oracle (13 fixed + 50 seeded random scenarios on a real kubelet v1.36.3 with fake NUMA topologies, about 10 min; docs/real-kubelet.md)"
+	$(BIN)/pytest --kind -m kind tests/realnode
 
 test: $(VENV)/.installed-dev
 	tests/controlplane/build.sh >/dev/null
