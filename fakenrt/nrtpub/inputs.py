@@ -49,7 +49,7 @@ def read_machine(sysfs_root: Path) -> Machine:
         entries = sorted(base.iterdir())
     except OSError as exc:
         raise InputError(f"{base}: cannot list NUMA nodes ({exc.strerror or exc})") from None
-    files = []
+    files: list[NodeFiles] = []
     for entry in entries:
         match = _NODE_DIR.match(entry.name)
         if match is None:
