@@ -122,10 +122,9 @@ def expected_view(state: NodeState) -> dict[str, Any]:
     for index, zone in enumerate(expected["zones"]):
         zone_id = state.profile.zone_ids[index]
         kept = []
-        for resource in zone["resources"]:
-            missing = unhealthy.get((zone_id, resource["name"]), 0)
-            if missing:
-                resource = {**resource, "capacity": str(int(resource["capacity"]) - missing)}
+        for listed in zone["resources"]:
+            missing = unhealthy.get((zone_id, listed["name"]), 0)
+            resource = {**listed, "capacity": str(int(listed["capacity"]) - missing)}
             if resource["capacity"] != "0" or not resource["name"].startswith("hugepages-"):
                 kept.append(resource)
         zone["resources"] = [r for r in kept if not _empty_device(r, zone_id, state.profile)]
