@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from exporter.kubeclient import KubeClient
+from exporter.kubeerrors import NotFound
 from fakenrt.kubelet.node import NodeState
 from fakenrt.nrt.loaded import node_allocations
 from fakenrt.nrtpub.daemon import MANAGED_BY, Publisher, PublisherOptions
@@ -138,6 +139,31 @@ def test_a_change_undone_before_it_is_visible_writes_nothing(
         publisher.step()
         assert publisher.writer.writes == 1
         assert _visible(kube, profile.name) == expected_view(state)
+    finally:
+        publisher.close()
+
+
+def test_resync_repairs_a_deletion_and_leaves_an_unchanged_object_alone(
+    kube: KubeClient, node: tuple[NodeProfile, ServedNode], clock: ManualClock
+) -> None:
+    from fakenrt.controller.writers import nrt_path
+
+    profile, served = node
+    publisher = Publisher(_options(profile, served, resync_interval_s=30.0), kube, clock=clock)
+    try:
+        publisher.step()
+        version = get_nrt(kube, profile.name)["metadata"]["resourceVersion"]
+        clock.advance(30.0)
+        publisher.step()  # resync of an unchanged object: no new version
+        assert get_nrt(kube, profile.name)["metadata"]["resourceVersion"] == version
+        kube.delete(nrt_path(profile.name))
+        clock.advance(10.0)
+        publisher.step()  # not due yet
+        with pytest.raises(NotFound):
+            get_nrt(kube, profile.name)
+        clock.advance(20.0)
+        publisher.step()
+        assert _visible(kube, profile.name) == expected_view(NodeState.from_profile(profile))
     finally:
         publisher.close()
 
