@@ -64,6 +64,18 @@ class PublisherOptions:
     resync_interval_s: float = 60.0
 
 
+class PublisherHealth(Health):
+    """The exporter's probes; ``/readyz`` also names the last input problem."""
+
+    problem: str | None = None
+
+    def readiness(self) -> tuple[bool, str]:
+        ready, reason = super().readiness()
+        if not ready and self.problem:
+            reason = f"{reason}; last problem: {self.problem}"
+        return ready, reason
+
+
 class Publisher:
     """One node's publisher. ``step()`` does one poll (tests drive it with their own
     ``clock``); ``run()`` polls until stopped."""
@@ -92,7 +104,7 @@ class Publisher:
             delay=options.delay_s, jitter=options.jitter_s, rng=random.Random(options.seed)
         )
         self.writer = NrtWriter(kube, labels=MANAGED_BY)
-        self.health = Health(
+        self.health = PublisherHealth(
             clock=clock,
             window=3,
             stall_after_s=max(120.0, 10 * options.poll_interval_s + 4 * options.rpc_timeout_s),
@@ -136,11 +148,11 @@ class Publisher:
             problem = str(exc)
             if problem != self._input_problem:
                 log.error("node %s: cannot read the node: %s", self.options.node, problem)
-            self._input_problem = problem
+            self._input_problem = self.health.problem = problem
             return False
         if self._input_problem is not None:
             log.info("node %s: inputs readable again", self.options.node)
-            self._input_problem = None
+            self._input_problem = self.health.problem = None
         if self.current is None:
             self.visible = body  # start-up: the node's state as it is, at once
         elif body != self.current:

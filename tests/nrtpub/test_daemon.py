@@ -185,6 +185,7 @@ def test_bad_input_keeps_the_object_and_is_not_ready(
             publisher.step()
         ready, reason = publisher.health.readiness()
         assert not ready and "kubelet podresources" in reason
+        assert f"last problem: {served.kubelet_config}: cpuManagerPolicy" in reason
         assert publisher.health.liveness()[0]
         errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
         assert len(errors) == 1  # one line, not one per poll
@@ -239,6 +240,7 @@ def test_the_command_publishes_follows_pods_and_serves_health(
 
         served.kubelet_config.write_text("kind: Pod\n")
         wait_for(lambda: _get(f"http://127.0.0.1:{port}/readyz")[0] == 503, what="not ready")
+        assert "kind: expected KubeletConfiguration" in _get(f"http://127.0.0.1:{port}/readyz")[1]
         assert _get(f"http://127.0.0.1:{port}/healthz")[0] == 200
         assert _visible(kube, profile.name) == loaded
     finally:
