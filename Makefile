@@ -85,6 +85,8 @@ kind-test: $(VENV)/.installed-dev
 	$(BIN)/pytest --kind -m 'kind or controlplane' tests/e2e tests/kind
 	@echo "== kind: the real-kubelet oracle (13 fixed + 50 seeded random scenarios on a real kubelet v1.36.3 with fake NUMA topologies, about 10 min; docs/real-kubelet.md)"
 	$(BIN)/pytest --kind -m kind tests/realnode
+	@echo "== kind: fakenrt nrt publish on a real kubelet (3 oracle scenarios, about 2 min; docs/nrt.md)"
+	$(BIN)/pytest --kind -m kind tests/nrtpub
 
 test: $(VENV)/.installed-dev
 	tests/controlplane/build.sh >/dev/null
