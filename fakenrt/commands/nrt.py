@@ -273,7 +273,7 @@ def publish(
 
     from exporter.health import parse_bind_address
     from fakenrt.commands.kubeaccess import kube_client
-    from fakenrt.nrtpub.daemon import PublisherOptions, serve
+    from fakenrt.nrtpub.daemon import BindError, PublisherOptions, serve
 
     if not node_name:
         raise click.UsageError("--node is required (or set NODE_NAME)")
@@ -307,5 +307,5 @@ def publish(
     )
     try:
         serve(options, kube)
-    except OSError as exc:
+    except BindError as exc:
         raise click.UsageError(f"--health-bind-address {health_bind_address}: {exc}") from None

@@ -187,14 +187,21 @@ class Publisher:
         self.client.close()
 
 
+class BindError(ValueError):
+    """The health address cannot be bound."""
+
+
 def serve(options: PublisherOptions, kube: KubeClient) -> None:
-    """Run the publisher (and its health server) in the foreground until ``stop_event``
-    is set (the command sets it on SIGTERM / SIGINT). Raises OSError / ValueError for a
-    health address that cannot be bound."""
+    """Run the publisher (and its health server) in the foreground until SIGTERM /
+    SIGINT. Raises BindError for a health address that cannot be bound."""
     publisher = Publisher(options, kube)
     http = None
     if options.health_bind_address:
-        http = HttpServer(options.health_bind_address, Registry(), publisher.health)
+        try:
+            http = HttpServer(options.health_bind_address, Registry(), publisher.health)
+        except (OSError, ValueError) as exc:
+            publisher.close()
+            raise BindError(str(exc)) from None
         http.start()
     import signal
 

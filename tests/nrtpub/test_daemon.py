@@ -268,6 +268,28 @@ def test_flag_errors_exit_non_zero_with_a_message() -> None:
         assert message in result.output, (args, result.output)
 
 
+def test_a_health_address_in_use_is_a_usage_error(
+    control_plane: ControlPlane, node: tuple[NodeProfile, ServedNode]
+) -> None:
+    import socket
+
+    profile, _ = node
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        proc = subprocess.run(
+            [
+                sys.executable, "-c", "from fakenrt.cli import main; main()", "nrt", "publish",
+                "--node", profile.name, "--kubeconfig", str(control_plane.kubeconfig),
+                "--health-bind-address", f"127.0.0.1:{port}",
+            ],
+            cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert f"--health-bind-address 127.0.0.1:{port}:" in proc.stderr
+
+
 def test_the_interface_the_kind_side_uses_is_there() -> None:
     """The flags the Kind deployment relies on (extend, never rename)."""
     from fakenrt.commands.nrt import publish
