@@ -43,7 +43,6 @@ from typing import Any
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from exporter.annotations import PREDICTED_PLACEMENT, ZonePlacement, format_placement
 from fakenrt.kubelet.allocation import INIT, TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR
 from fakenrt.kubelet.node import NodeState
 from fakenrt.nrt.loaded import (
@@ -59,7 +58,6 @@ from fakenrt.profiles.resources import node_allocatable
 from fakenrt.scheduler.args import PluginArgs
 from fakenrt.scheduler.ledger import ZoneLedger
 from fakenrt.scheduler.nrt import read_nrt
-from fakenrt.scheduler.placement import Placement
 from fakenrt.scheduler.plugin import FilterResult, NumaPlugin
 from fakenrt.scheduler.reconstruction import NodePod, reconstruct
 from fakenrt.scheduler.restricted import RestrictedEvaluator
@@ -254,12 +252,6 @@ def kept_by_init(state: NodeState) -> bool:
     return False
 
 
-def predicted(placement: Placement) -> str:
-    return format_placement(
-        [ZonePlacement(z, dict(a)) for z, a in sorted(placement.amounts.items()) if a]
-    )
-
-
 def disagreement(mode: str, verdict: FilterResult, result: Any, pod: PodSpec, ctx: str) -> str:
     return (
         f"{mode}: plugin fit={verdict.fit} ({verdict.reason}) but kubelet admit={result.admit} "
@@ -357,7 +349,7 @@ def test_plugin_and_kubelet_simulator_agree(raw: dict[str, Any], data: st.DataOb
             else:
                 exact_verdict = judge(exact, on_node, pod, state, rebuild=False)
                 assert exact_verdict is not None
-                annotations = {PREDICTED_PLACEMENT: predicted(exact_verdict.placement)}
+                annotations = exact_verdict.placement.annotations()
         on_node.append(OnNode(replace(pod, annotations=annotations), source))
         holders[pod.key] = admitted.allocation
         history.append((state.copy(), list(on_node)))
