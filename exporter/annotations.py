@@ -6,15 +6,21 @@ reconstruction, and the fake kubelet's tests compare against them. Format
 (``shared/notes/interfaces.md``):
 
 * placement (observed and predicted): a JSON array sorted by NUMA id, one entry per
-  zone the pod holds aligned resources in, amounts as quantity strings::
+  zone the pod holds aligned resources in, amounts as quantity strings; per-zone memory
+  counts only single-NUMA blocks (a block over several NUMA nodes is in the groups)::
 
       [{"zone":"node-0","amount":{"cpu":"8","memory":"17179869184","nvidia.com/gpu":"2"}}]
 
-* memory groups: one entry per distinct NUMA-node set of the pod's memory blocks, amounts
-  summed per memory type; ``[]`` = complete with no groups, ``null`` = incomplete or
-  invalid observation, annotation absent = not observed yet::
+* memory groups (observed and predicted): one entry per distinct NUMA-node set of the
+  pod's memory blocks (single-node sets included), amounts summed per memory type; ``[]``
+  = complete with no groups, ``null`` = incomplete or invalid observation, annotation
+  absent = not observed (or not predicted) yet::
 
       [{"memoryNodes":["node-0","node-1"],"amount":{"memory":"17179869184"}}]
+
+  ``kai.scheduler/numa-memory-groups-predicted`` is this project's addition next to the
+  KAI-compatible three: the scheduler's prediction of the observed groups, so that a
+  predicted placement accounts multi-NUMA memory as the observed pair does.
 
 Writers emit compact JSON with sorted amount keys, so equal values give equal strings
 and "patch only on change" can compare strings.
@@ -33,6 +39,7 @@ from exporter.quantities import QuantityError, format_integer, parse_integer
 OBSERVED_PLACEMENT = "kai.scheduler/numa-placement-observed"
 OBSERVED_MEMORY_GROUPS = "kai.scheduler/numa-memory-groups-observed"
 PREDICTED_PLACEMENT = "kai.scheduler/numa-placement-predicted"
+PREDICTED_MEMORY_GROUPS = "kai.scheduler/numa-memory-groups-predicted"
 
 _ZONE_NAME = re.compile(r"^node-(0|[1-9][0-9]*)$")
 

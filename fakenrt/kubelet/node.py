@@ -45,8 +45,10 @@ from fakenrt.kubelet.provider_memory import (
     MachineState,
     MemoryProvider,
     clone_state,
+    expected_machine_state,
     initial_machine_state,
     is_memory_type,
+    machine_state_difference,
     release_blocks,
     update_machine_state,
 )
@@ -355,6 +357,29 @@ class NodeState:
             release_blocks(self._mem, blocks)
         for name, amount in self._requests.pop(pod_key, {}).items():
             self._used[name] = self._used.get(name, 0) - amount
+
+    def restart_problem(self) -> str | None:
+        """Why a kubelet restarted on this node's checkpoints would refuse to start, or
+        None. Its static Memory Manager recomputes the machine state from the checkpointed
+        blocks and refuses a state that differs from the checkpointed one
+        (``validateState`` / ``areMachineStatesEqual``, ``memorymanager/policy_static.go``;
+        ``Start`` then fails: "Invalid state, please drain node and remove policy state
+        file"). The live books can differ from the recomputation when a block over several
+        NUMA nodes was released (``RemoveContainer`` gives bytes back from the block's
+        first node whatever node held them) and a later one-node block was then placed on
+        a node of that group (a single-NUMA hint is never checked against the groups,
+        ``isAffinityViolatingNUMAAllocations``): the recomputation fills the group's
+        first node again, where the one-node block's bytes now sit. Blocks are
+        recomputed in admission order (the kubelet iterates a map; a node whose blocks
+        have different NUMA sets may be refused under other orders too)."""
+        if not self._s.memory_static:
+            return None
+        initial = NodeState.from_profile(self.profile)._mem
+        blocks = tuple(b for pod in self._pods for b in self._blocks.get(pod, ()))
+        problem = machine_state_difference(self._mem, expected_machine_state(initial, blocks))
+        if problem is None:
+            return None
+        return f"node {self.profile.name}: memory manager: {problem}"
 
     # -- views -----------------------------------------------------------------------
     def foreign(self) -> Mapping[int, ContainerAllocation]:

@@ -144,6 +144,46 @@ def release_blocks(state: MachineState, blocks: tuple[Block, ...]) -> None:
             released = 0
 
 
+def expected_machine_state(initial: MachineState, blocks: tuple[Block, ...]) -> MachineState:
+    """The machine state a restarted kubelet expects from its checkpointed blocks
+    (``validateState`` in ``memorymanager/policy_static.go``): every block counted on its
+    nodes and filling them in ascending order from ``initial``; bytes finding no free
+    room are dropped, not refused (the comparison below then fails)."""
+    out = clone_state(initial)
+    for b in blocks:
+        update_machine_state(out, b.numa, b.type, b.size)
+    return out
+
+
+def machine_state_difference(checkpointed: MachineState, expected: MachineState) -> str | None:
+    """Why ``areMachineStatesEqual`` (``memorymanager/policy_static.go``) finds the
+    checkpointed machine state different from the expected one, or None: per NUMA node
+    the number of blocks and the group must be equal, and per memory type the free and
+    reserved bytes summed over the node's group (a group's split among its nodes is not
+    compared)."""
+    for node in sorted(checkpointed):
+        live, want = checkpointed[node], expected[node]
+        if live.assignments != want.assignments:
+            return (
+                f"NUMA node {node} holds {live.assignments} memory blocks, its checkpointed "
+                f"blocks make {want.assignments}"
+            )
+        if sorted(live.cells) != sorted(want.cells):
+            return (
+                f"NUMA node {node} is in group {sorted(live.cells)}, its checkpointed blocks "
+                f"make {sorted(want.cells)}"
+            )
+        for kind in sorted(live.tables):
+            free = sum(checkpointed[n].tables[kind].free for n in live.cells)
+            expected_free = sum(expected[n].tables[kind].free for n in live.cells)
+            if free != expected_free:
+                return (
+                    f"NUMA nodes {sorted(live.cells)} have {free} bytes of {kind} free, their "
+                    f"checkpointed blocks leave {expected_free}"
+                )
+    return None
+
+
 class NotInt64Error(ValueError):
     """A memory quantity that is not a whole number of bytes (``Quantity.AsInt64`` fails)."""
 

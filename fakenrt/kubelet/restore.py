@@ -17,7 +17,10 @@ container.
 Memory: the Memory Manager's books are recomputed from the blocks, in the order given,
 each block filling its NUMA nodes in ascending order - what the kubelet's
 ``validateState`` (``memorymanager/policy_static.go``) computes as the expected machine
-state from its checkpointed assignments.
+state from its checkpointed assignments. ``validateState`` itself drops bytes that find
+no room and then refuses the state, because it differs from the checkpointed one; a
+block without room is refused here instead (:meth:`NodeState.restart_problem` tells
+whether a live node's checkpoints would pass at all).
 """
 
 from __future__ import annotations

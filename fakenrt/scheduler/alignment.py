@@ -55,6 +55,8 @@ class _Walk:
         self.memory_reusable: dict[int, dict[str, int]] = {}
         self.amounts: dict[int, dict[str, int]] = {}
         self.blocks: list[frozenset[int]] = []
+        # NUMA set -> memory type -> bytes taken by blocks over exactly that set
+        self.groups: dict[frozenset[int], dict[str, int]] = {}
 
     def hints(self, unit: AlignmentUnit) -> list[ResourceHints]:
         out: list[ResourceHints] = []
@@ -119,6 +121,9 @@ class _Walk:
         for mtype, size in sorted(memory.items()):
             reuse = reusable.get(mtype, 0)
             remaining = max(size - reuse, 0)
+            if remaining:
+                group = self.groups.setdefault(block, {})
+                group[mtype] = group.get(mtype, 0) + remaining
             for z in zones:
                 if remaining == 0:
                     break
@@ -222,6 +227,7 @@ def walk_units(ledger: ZoneLedger, units: tuple[AlignmentUnit, ...], choose: Cho
     placement = Placement(
         amounts={z: dict(a) for z, a in sorted(walk.amounts.items())},
         memory_blocks=tuple(walk.blocks),
+        memory_groups={n: dict(a) for n, a in walk.groups.items()},
     )
     return Evaluation(fit=True, placement=placement)
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from exporter.annotations import PREDICTED_PLACEMENT
 from exporter.kubeclient import MERGE_PATCH, KubeClient, path
 from exporter.kubeerrors import ApiError, NotFound
 from exporter.quantities import QuantityError, parse_decimal
@@ -138,12 +138,12 @@ class KubeCluster:
             )
         return ClusterSnapshot(nodes=tuple(nodes), pods=tuple(pods))
 
-    def annotate(self, pod: PodSnapshot, value: str) -> None:
-        """Write the predicted placement on the pod (before binding it, so no bound pod of
-        ours is ever seen without a placement)."""
+    def annotate(self, pod: PodSnapshot, annotations: Mapping[str, str]) -> None:
+        """Write the predicted annotations on the pod (before binding it, so no bound pod
+        of ours is ever seen without a placement)."""
         self.kube.patch(
             _pod_path(pod),
-            {"metadata": {"annotations": {PREDICTED_PLACEMENT: value}}},
+            {"metadata": {"annotations": dict(annotations)}},
             content_type=MERGE_PATCH,
             what=f"patch pod {pod.key}",
         )

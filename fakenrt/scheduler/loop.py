@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -32,7 +32,7 @@ _API = "(api server)"
 class Cluster(Protocol):
     def snapshot(self) -> ClusterSnapshot: ...
 
-    def annotate(self, pod: PodSnapshot, value: str) -> None: ...
+    def annotate(self, pod: PodSnapshot, annotations: Mapping[str, str]) -> None: ...
 
     def bind(self, pod: PodSnapshot, node: str) -> None: ...
 
@@ -138,7 +138,7 @@ class Scheduler:
                     log.warning("could not record event: %s", exc)
                 continue
             try:
-                self.cluster.annotate(pod, decision.placement.annotation())
+                self.cluster.annotate(pod, decision.placement.annotations())
                 self.cluster.bind(pod, decision.node)
             except NotFound:
                 cycle.forget(decision)

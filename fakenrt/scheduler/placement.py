@@ -2,7 +2,10 @@
 
 Pure. The same value is charged by the in-cycle reservation, credited back on rollback,
 rebuilt from the observed / predicted annotations for reconstruction, and written as the
-predicted annotation at bind (through ``exporter.annotations``, the format's one owner).
+predicted annotations at bind (through ``exporter.annotations``, the format's one owner)
+by the rule of the observed ones, so that a correct prediction equals the observation: the
+placement annotation's per-zone memory counts only single-NUMA blocks, and every block's
+bytes are in the memory-groups annotation under its NUMA-node set.
 """
 
 from __future__ import annotations
@@ -10,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from exporter.annotations import ZonePlacement, format_placement
+from exporter.annotations import (
+    PREDICTED_MEMORY_GROUPS,
+    PREDICTED_PLACEMENT,
+    MemoryGroup,
+    ZonePlacement,
+    format_memory_groups,
+    format_placement,
+)
 
 
 def is_memory_type(resource: str) -> bool:
@@ -22,10 +32,14 @@ def is_memory_type(resource: str) -> bool:
 class Placement:
     """``amounts``: zone id -> resource -> amount the pod holds there (non-zero only).
     ``memory_blocks``: the NUMA-node set of each Memory Manager block the pod holds (one
-    per memory type and container); a set of several zones is a Memory Manager group."""
+    per memory type and container); a set of several zones is a Memory Manager group.
+    ``memory_groups``: NUMA-node set -> memory type -> the bytes the pod holds in blocks
+    over exactly that set (what the memory-groups annotations carry); the memory in
+    ``amounts`` is the same bytes split per zone."""
 
     amounts: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
     memory_blocks: tuple[frozenset[int], ...] = ()
+    memory_groups: Mapping[frozenset[int], Mapping[str, int]] = field(default_factory=dict)
 
     @property
     def zones(self) -> tuple[int, ...]:
@@ -40,10 +54,30 @@ class Placement:
         return sum(a.get(resource, 0) for a in self.amounts.values())
 
     def annotation(self) -> str:
-        """The ``kai.scheduler/numa-placement-predicted`` value for this placement."""
-        return format_placement(
-            ZonePlacement(numa_id=z, amounts=dict(a)) for z, a in self.amounts.items()
+        """The ``kai.scheduler/numa-placement-predicted`` value: per zone what the pod
+        holds there, memory only from single-NUMA blocks (the observed rule)."""
+        zones: dict[int, dict[str, int]] = {}
+        for z, a in self.amounts.items():
+            zones[z] = {r: v for r, v in a.items() if not is_memory_type(r)}
+        for numa, amounts in self.memory_groups.items():
+            if len(numa) == 1:
+                (z,) = numa
+                zones.setdefault(z, {}).update(amounts)
+        return format_placement(ZonePlacement(numa_id=z, amounts=a) for z, a in zones.items())
+
+    def groups_annotation(self) -> str:
+        """The ``kai.scheduler/numa-memory-groups-predicted`` value: one entry per NUMA-node
+        set of the pod's memory blocks (``[]``: none)."""
+        return format_memory_groups(
+            MemoryGroup(numa_ids=n, amounts=dict(a)) for n, a in self.memory_groups.items()
         )
+
+    def annotations(self) -> dict[str, str]:
+        """Both predicted annotations, as the scheduler writes them at bind."""
+        return {
+            PREDICTED_PLACEMENT: self.annotation(),
+            PREDICTED_MEMORY_GROUPS: self.groups_annotation(),
+        }
 
 
 EMPTY_PLACEMENT = Placement()

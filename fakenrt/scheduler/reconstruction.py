@@ -9,11 +9,12 @@ A pod with neither annotation is not guessed: it is left out, so the zones it re
 look free until the exporter reports it. :func:`reconstruct` reports such pods in
 ``unplaced``, and those of them that hold exclusive resources in ``unaccounted``.
 
-Memory Manager groups are rebuilt too: single-NUMA memory of the observed placement is a
-one-node block; each entry of ``numa-memory-groups-observed`` over several nodes is a
-group (its bytes spread over its zones lowest id first, as the Memory Manager fills them);
-a predicted placement with memory in several zones is one group in pod scope, and
-one-node blocks per zone in container scope (the annotation cannot tell containers apart).
+Memory Manager groups are rebuilt too, by the same rule from the observed pair
+(``numa-placement-observed`` / ``numa-memory-groups-observed``) and the predicted pair
+(``numa-placement-predicted`` / ``numa-memory-groups-predicted``): single-NUMA memory of
+the placement is a one-node block; each entry of the groups annotation over several nodes
+is a group (its bytes spread over its zones lowest id first, as the Memory Manager fills
+them).
 
 **NRT when it is exact.** Capacity held outside the scheduler's view (pods without any
 annotation, a node's own consumers) is invisible to ``allocatable - placements``. The NRT
@@ -39,6 +40,7 @@ from typing import Any
 from exporter.annotations import (
     OBSERVED_MEMORY_GROUPS,
     OBSERVED_PLACEMENT,
+    PREDICTED_MEMORY_GROUPS,
     PREDICTED_PLACEMENT,
     AnnotationFormatError,
     parse_memory_groups,
@@ -59,7 +61,6 @@ from fakenrt.scheduler.requests import is_device_resource
 from fakenrt.scheduler.topology import (
     CPU_MANAGER_STATIC,
     MEMORY_MANAGER_STATIC,
-    SCOPE_POD,
     NumaTopology,
 )
 
@@ -188,17 +189,26 @@ def _zone_amounts(value: str, where: str) -> dict[int, dict[str, int]]:
     return amounts
 
 
-def _observed(
-    pod: PodSpec, topology: NumaTopology, free: Mapping[int, Mapping[str, int]]
+def _annotated(
+    pod: PodSpec,
+    topology: NumaTopology,
+    free: Mapping[int, Mapping[str, int]],
+    *,
+    placement_key: str,
+    groups_key: str,
 ) -> Placement:
-    where = f"pod {pod.key}: annotation {OBSERVED_PLACEMENT}"
-    # No placement annotation next to a memory-groups one: the exporter saw the pod and it
-    # holds nothing per zone (multi-zone memory, if any, is in the groups).
-    amounts = _zone_amounts(pod.annotations.get(OBSERVED_PLACEMENT, "[]"), where)
+    """A placement from a pair of annotations (observed or predicted, the same rule): the
+    per-zone amounts (memory there is single-NUMA blocks) and the memory groups, each group
+    over several nodes spread over its zones lowest id first, as the Memory Manager fills
+    them."""
+    where = f"pod {pod.key}: annotation {placement_key}"
+    # No placement annotation next to a memory-groups one: the pod holds nothing per zone
+    # (multi-zone memory, if any, is in the groups).
+    amounts = _zone_amounts(pod.annotations.get(placement_key, "[]"), where)
     blocks = _single_blocks(amounts)
-    raw_groups = pod.annotations.get(OBSERVED_MEMORY_GROUPS)
+    raw_groups = pod.annotations.get(groups_key)
     if raw_groups is not None:
-        gwhere = f"pod {pod.key}: annotation {OBSERVED_MEMORY_GROUPS}"
+        gwhere = f"pod {pod.key}: annotation {groups_key}"
         try:
             groups = parse_memory_groups(raw_groups)
         except AnnotationFormatError as exc:
@@ -225,20 +235,31 @@ def _observed(
     return placement
 
 
-def _predicted(pod: PodSpec, topology: NumaTopology) -> Placement:
-    where = f"pod {pod.key}: annotation {PREDICTED_PLACEMENT}"
-    amounts = _zone_amounts(pod.annotations[PREDICTED_PLACEMENT], where)
-    memory_zones = sorted(
-        z for z, a in amounts.items() if any(is_memory_type(t) and v > 0 for t, v in a.items())
+def _observed(
+    pod: PodSpec, topology: NumaTopology, free: Mapping[int, Mapping[str, int]]
+) -> Placement:
+    return _annotated(
+        pod,
+        topology,
+        free,
+        placement_key=OBSERVED_PLACEMENT,
+        groups_key=OBSERVED_MEMORY_GROUPS,
     )
-    if topology.scope == SCOPE_POD and len(memory_zones) > 1:
-        types = sorted({t for z in memory_zones for t in amounts[z] if is_memory_type(t)})
-        blocks = [frozenset(memory_zones) for _ in types]
-    else:
-        blocks = _single_blocks(amounts)
-    placement = Placement(amounts=amounts, memory_blocks=tuple(blocks))
-    _check_zones(placement, topology, where)
-    return placement
+
+
+def _predicted(
+    pod: PodSpec, topology: NumaTopology, free: Mapping[int, Mapping[str, int]]
+) -> Placement:
+    """The scheduler's prediction, written by the observed rule. Without the predicted
+    groups annotation (a scheduler that writes only the KAI placement) the per-zone memory
+    is taken as one-zone blocks, which is what that annotation's format says."""
+    return _annotated(
+        pod,
+        topology,
+        free,
+        placement_key=PREDICTED_PLACEMENT,
+        groups_key=PREDICTED_MEMORY_GROUPS,
+    )
 
 
 def _sources(
@@ -253,8 +274,8 @@ def _sources(
     groups = pod.annotations.get(OBSERVED_MEMORY_GROUPS)
     if OBSERVED_PLACEMENT in pod.annotations or (groups is not None and groups.strip() != "null"):
         out.append(("observed", lambda: _observed(pod, topology, free)))
-    if PREDICTED_PLACEMENT in pod.annotations:
-        out.append(("predicted", lambda: _predicted(pod, topology)))
+    if PREDICTED_PLACEMENT in pod.annotations or PREDICTED_MEMORY_GROUPS in pod.annotations:
+        out.append(("predicted", lambda: _predicted(pod, topology, free)))
     return out
 
 

@@ -29,6 +29,7 @@ from typing import Any
 from exporter.annotations import (
     OBSERVED_MEMORY_GROUPS,
     OBSERVED_PLACEMENT,
+    PREDICTED_MEMORY_GROUPS,
     PREDICTED_PLACEMENT,
     parse_memory_groups,
     parse_placement,
@@ -88,7 +89,8 @@ class PodRecord:
     gpus: int
     phase: str = "Pending"
     node: str = ""
-    predicted: str | None = None
+    #: The predicted annotations written at bind (None: the strategy predicts nothing).
+    predicted: dict[str, str] | None = None
     observed: dict[str, str] = field(default_factory=dict)
     started: float | None = None
     next_try: float = 0.0
@@ -100,16 +102,22 @@ class PodRecord:
         self.key = self.spec.key
 
 
-def _zones_of_placement(value: str) -> set[int]:
-    return {z.numa_id for z in parse_placement(value) if any(z.amounts.values())}
-
-
-def _observed_zones(observed: Mapping[str, str]) -> set[int]:
-    zones = _zones_of_placement(observed.get(OBSERVED_PLACEMENT, "[]"))
-    for group in parse_memory_groups(observed.get(OBSERVED_MEMORY_GROUPS, "[]")) or ():
+def _zones(annotations: Mapping[str, str], placement_key: str, groups_key: str) -> set[int]:
+    """The zones a pod holds something in, by a placement + memory-groups pair."""
+    placement = parse_placement(annotations.get(placement_key, "[]"))
+    zones = {z.numa_id for z in placement if any(z.amounts.values())}
+    for group in parse_memory_groups(annotations.get(groups_key, "[]")) or ():
         if len(group.numa_ids) > 1:
             zones |= set(group.numa_ids)
     return zones
+
+
+def _predicted_zones(predicted: Mapping[str, str]) -> set[int]:
+    return _zones(predicted, PREDICTED_PLACEMENT, PREDICTED_MEMORY_GROUPS)
+
+
+def _observed_zones(observed: Mapping[str, str]) -> set[int]:
+    return _zones(observed, OBSERVED_PLACEMENT, OBSERVED_MEMORY_GROUPS)
 
 
 class Simulation:
@@ -271,7 +279,7 @@ class Simulation:
         annotations = dict(meta.get("annotations") or {})
         annotations[RUN_DURATION_ANNOTATION] = format(record.item.duration, ".3f")
         if record.predicted is not None:
-            annotations[PREDICTED_PLACEMENT] = record.predicted
+            annotations.update(record.predicted)
         meta.update(
             name=record.spec.name,
             namespace=record.spec.namespace,
@@ -373,7 +381,7 @@ class Simulation:
         del self.pending[record.key]
         self.backoff.forget(record.key)
         if self.strategy.predicts:
-            record.predicted = decision.placement.annotation()
+            record.predicted = decision.placement.annotations()
         record.node = node
         self.rec.binds += 1
         self.rec.pending_times.append(now - record.created)
@@ -427,7 +435,7 @@ class Simulation:
         sees = self.strategy.sees
         annotations: dict[str, str] = {}
         if sees in (SEES_PREDICTED, SEES_ALL) and record.predicted is not None:
-            annotations[PREDICTED_PLACEMENT] = record.predicted
+            annotations.update(record.predicted)
         if sees == SEES_ALL:
             annotations.update(record.observed)
         spec = replace(record.spec, node_name=record.node, annotations=annotations)
@@ -554,7 +562,7 @@ class Simulation:
             record.observed = {k: v for k, v in values.items() if v is not None}
             if record.predicted is not None:
                 self.rec.compared += 1
-                if _zones_of_placement(record.predicted) == _observed_zones(record.observed):
+                if _predicted_zones(record.predicted) == _observed_zones(record.observed):
                     self.rec.agreed += 1
             self._set_member(record)
 

@@ -16,11 +16,14 @@ from typing import Any, TypeVar
 from exporter.annotations import (
     OBSERVED_MEMORY_GROUPS,
     OBSERVED_PLACEMENT,
+    PREDICTED_MEMORY_GROUPS,
     PREDICTED_PLACEMENT,
     MemoryGroup,
     ZonePlacement,
     format_memory_groups,
     format_placement,
+    parse_memory_groups,
+    parse_placement,
     parse_zone_name,
     zone_name,
 )
@@ -271,38 +274,38 @@ def observation_mismatches(
     return problems
 
 
-def _comparable(raw: str, *, memory: bool) -> list[dict[str, Any]]:
-    entries = []
-    for entry in json.loads(raw):
-        amount = {r: a for r, a in entry["amount"].items() if memory or not _memory(r)}
-        if amount:
-            entries.append({"zone": entry["zone"], "amount": amount})
-    return entries
+def _canonical(raw: str | None, *, groups: bool) -> str | None:
+    """An annotation value in the writers' canonical form (None stays None)."""
+    if raw is None:
+        return None
+    if groups:
+        return format_memory_groups(parse_memory_groups(raw))
+    return format_placement(parse_placement(raw))
 
 
 def prediction_mismatches(listed: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Running pods whose scheduler-written predicted placement differs from the observed
-    one (pods without a prediction - a scheduler that writes none - are not compared).
+    """Running pods whose scheduler-written prediction differs from the observation (pods
+    without a prediction - a scheduler that writes none - are not compared).
 
-    Memory is compared only for pods whose memory sits in single-NUMA blocks: the observed
-    placement leaves a multi-NUMA group's memory out of its zones (it is in the memory
-    groups annotation), while the reference scheduler's prediction spreads it over them.
-    """
+    Both pairs follow one rule (interfaces.md), memory included: the placement's per-zone
+    memory counts single-NUMA blocks only, every block is in the memory groups. The
+    predicted placement is compared with the observed one (absent: ``[]``); the predicted
+    groups, when the scheduler writes them, with the observed groups."""
     problems: list[str] = []
     for pod in listed:
         got = annotations_of(pod)
         if phase(pod) != "Running" or PREDICTED_PLACEMENT not in got:
             continue
-        observed = got.get(OBSERVED_PLACEMENT, "[]")
-        groups = json.loads(got.get(OBSERVED_MEMORY_GROUPS) or "[]") or []
-        memory = all(len(g["memoryNodes"]) == 1 for g in groups)
-        if _comparable(got[PREDICTED_PLACEMENT], memory=memory) != _comparable(
-            observed, memory=memory
-        ):
-            problems.append(
-                f"{pod['metadata']['name']}: predicted {got[PREDICTED_PLACEMENT]} "
-                f"observed {observed}"
-            )
+        name = pod["metadata"]["name"]
+        predicted = _canonical(got[PREDICTED_PLACEMENT], groups=False)
+        observed = _canonical(got.get(OBSERVED_PLACEMENT, "[]"), groups=False)
+        if predicted != observed:
+            problems.append(f"{name}: predicted {predicted} observed {observed}")
+        if PREDICTED_MEMORY_GROUPS in got:
+            predicted = _canonical(got[PREDICTED_MEMORY_GROUPS], groups=True)
+            observed = _canonical(got.get(OBSERVED_MEMORY_GROUPS), groups=True)
+            if predicted != observed:
+                problems.append(f"{name}: predicted groups {predicted} observed {observed}")
     return problems
 
 

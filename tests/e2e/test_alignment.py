@@ -125,7 +125,9 @@ def test_c_full_node_gpu_pods_span_both_zones_on_restricted_nodes(
 ) -> None:
     """restricted, two zones of 8 cores, 8Gi and 4 GPUs: a pod of 8 GPUs, 12 cores and
     12Gi needs both zones for every resource, which restricted admits (every provider's
-    narrowest width is the same mask). One per node runs, on both zones."""
+    narrowest width is the same mask). One per node runs, on both zones. Its memory is a
+    Memory Manager group over both zones: the predicted annotations must equal the
+    observed ones for it too (per-zone memory none, the 12Gi in the groups)."""
     nodes = tuple(two_zone_node(policy="restricted", cores=8, gpus=4) for _ in range(2))
     d = deploy(Topology(nodes=nodes))
     for i in range(2):
@@ -141,6 +143,10 @@ def test_c_full_node_gpu_pods_span_both_zones_on_restricted_nodes(
     for name in ("full-0", "full-1"):
         zones = _observed_zones(listed[name])
         assert sorted(zones) == ["node-0", "node-1"], (name, zones)
+        assert not any("memory" in a for a in zones.values())
+        assert json.loads(annotations_of(listed[name])[OBSERVED_MEMORY_GROUPS]) == [
+            {"memoryNodes": ["node-0", "node-1"], "amount": {"memory": str(12 << 30)}}
+        ]
         assert [a["nvidia.com/gpu"] for a in zones.values()] == ["4", "4"]
         assert sum(int(a["cpu"]) for a in zones.values()) == 12
     assert not any(rejected(p) for p in listed.values())

@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 
-from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT, PREDICTED_PLACEMENT
+from exporter.annotations import (
+    OBSERVED_MEMORY_GROUPS,
+    OBSERVED_PLACEMENT,
+    PREDICTED_MEMORY_GROUPS,
+    PREDICTED_PLACEMENT,
+)
 from fakenrt.controller.pods import ALLOCATION_ANNOTATION
 from fakenrt.profiles import NodeProfile, parse_profiles
 from tests.e2e.cluster import (
@@ -122,6 +127,57 @@ def test_prediction_differing_from_observation_is_flagged() -> None:
     unpredicted = _pod("u", extra={OBSERVED_PLACEMENT: observed})
     assert prediction_mismatches([same, unpredicted]) == []
     assert [m.split(":")[0] for m in prediction_mismatches([other])] == ["o"]
+
+
+def _groups(*groups: tuple[list[str], int]) -> str:
+    entries = [{"memoryNodes": n, "amount": {"memory": str(size)}} for n, size in groups]
+    return json.dumps(entries, separators=(",", ":"))
+
+
+@pytest.mark.parametrize(
+    ("predicted_groups", "flagged"),
+    [
+        pytest.param(_groups((["node-0", "node-1"], 12 * GIB)), False, id="same-group"),
+        pytest.param(_groups((["node-0", "node-1"], 11 * GIB)), True, id="other-amount"),
+        pytest.param(_groups((["node-1", "node-2"], 12 * GIB)), True, id="other-nodes"),
+        pytest.param(_groups(), True, id="group-missing"),
+        pytest.param(None, False, id="groups-not-predicted"),
+    ],
+)
+def test_multi_numa_memory_is_compared(predicted_groups: str | None, flagged: bool) -> None:
+    """A pod whose memory is a group over two zones: the placement carries its CPUs only,
+    the groups its memory; both pairs must agree, memory included."""
+    observed = _observed("node-0", cpu="2")
+    annotations = {
+        OBSERVED_PLACEMENT: observed,
+        OBSERVED_MEMORY_GROUPS: _groups((["node-0", "node-1"], 12 * GIB)),
+        PREDICTED_PLACEMENT: observed,
+    }
+    if predicted_groups is not None:
+        annotations[PREDICTED_MEMORY_GROUPS] = predicted_groups
+    problems = prediction_mismatches([_pod("g", extra=annotations)])
+    assert bool(problems) is flagged, problems
+
+
+def test_memory_spread_over_zones_in_the_predicted_placement_is_flagged() -> None:
+    """The old prediction form - a group's memory spread over the zones of the placement -
+    is a disagreement with the observed form."""
+    spread = json.dumps(
+        [
+            {"zone": "node-0", "amount": {"cpu": "2", "memory": str(8 * GIB)}},
+            {"zone": "node-1", "amount": {"memory": str(4 * GIB)}},
+        ],
+        separators=(",", ":"),
+    )
+    pod = _pod(
+        "s",
+        extra={
+            OBSERVED_PLACEMENT: _observed("node-0", cpu="2"),
+            OBSERVED_MEMORY_GROUPS: _groups((["node-0", "node-1"], 12 * GIB)),
+            PREDICTED_PLACEMENT: spread,
+        },
+    )
+    assert [m.split(":")[0] for m in prediction_mismatches([pod])] == ["s"]
 
 
 def test_expected_available_subtracts_holding_pods_only() -> None:

@@ -51,6 +51,51 @@ def _books(state: NodeState, groups: set[frozenset[int]]) -> dict[str, object]:
     return {"exact": exact, "groups": totals}
 
 
+def check_survivors_restored(
+    profile: NodeProfile, original: NodeState, specs: dict[str, PodSpec]
+) -> NodeState | None:
+    """Restore ``original``'s surviving allocations in admission order on a fresh node.
+
+    When a kubelet restarted on ``original``'s checkpoints would refuse to start (its
+    Memory Manager's ``validateState``, ``pkg/kubelet/cm/memorymanager/policy_static.go``:
+    the machine state recomputed from the checkpointed blocks differs from the
+    checkpointed one - see :meth:`NodeState.restart_problem`), there is no node to
+    rebuild: the restore must then either be refused, or give exactly the recomputed
+    state (all the simulator can know without the live books), and None is returned.
+    Otherwise the restore must rebuild the node: the rebuilt node is returned for the
+    caller's comparisons."""
+    problem = original.restart_problem()
+    rebuilt = NodeState.from_profile(profile)
+    if problem is not None:
+        try:
+            for key, allocation in original.allocations().items():
+                rebuilt.restore(specs[key], allocation)
+        except RestoreError:
+            return None
+        assert rebuilt.restart_problem() is None  # the recomputed state, nothing else
+        assert rebuilt.allocations() == original.allocations()
+        cpu_and_devices = [
+            {
+                z: {r: v for r, v in a.items() if not _is_memory(r)}
+                for z, a in n.zone_usage().items()
+            }
+            for n in (rebuilt, original)
+        ]
+        assert cpu_and_devices[0] == cpu_and_devices[1]
+        return None
+    for key, allocation in original.allocations().items():
+        rebuilt.restore(specs[key], allocation)
+    check_invariants(rebuilt)
+    assert rebuilt.allocations() == original.allocations()
+    assert list(rebuilt.allocations()) == list(original.allocations())  # admission order
+    assert rebuilt.restart_problem() is None
+    return rebuilt
+
+
+def _is_memory(resource: str) -> bool:
+    return resource == "memory" or resource.startswith("hugepages-")
+
+
 @settings(
     max_examples=200,
     deadline=None,
@@ -77,13 +122,10 @@ def test_restoring_the_survivors_rebuilds_the_node(
                 specs[spec.key] = spec
                 ever.append(result.allocation)
 
-    rebuilt = NodeState.from_profile(profile)
-    for key, allocation in original.allocations().items():
-        rebuilt.restore(specs[key], allocation)
-    check_invariants(rebuilt)
-    assert rebuilt.allocations() == original.allocations()
-    assert list(rebuilt.allocations()) == list(original.allocations())  # admission order
-
+    rebuilt = check_survivors_restored(profile, original, specs)
+    if rebuilt is None:
+        event("the kubelet refuses the restart")
+        return
     groups = _memory_groups(ever)
     exact = not (released and groups)
     event("memory books: " + ("exact" if exact else "group totals"))
@@ -98,6 +140,88 @@ def test_restoring_the_survivors_rebuilds_the_node(
     assert _verdict(got) == _verdict(want)
     assert rebuilt.zone_usage() == original.zone_usage()
     assert rebuilt.zone_free() == original.zone_free()
+
+
+# A node a restarted kubelet refuses (found by the property above): on a best-effort node of
+# three 4Gi zones, p0's init container holds a 6Gi group over NUMA 0-1 (zone 0 full, 2Gi on
+# zone 1); p1's 256Mi, hinted to NUMA 0 by its CPUs, is extended to the group and sits on
+# zone 1; releasing p1 gives its bytes back from zone 0 (``RemoveContainer`` frees a block
+# from its first node); p5's 256Mi then gets a one-node block on a node of the group (a
+# single-NUMA hint is never checked against the groups). Recomputing the books from the
+# survivors' blocks (``validateState``, pkg/kubelet/cm/memorymanager/policy_static.go)
+# fills zone 0 with the group again: the kubelet finds the machine state different from
+# its checkpoint and refuses to start; the simulator's restore refuses p5's block (no
+# bytes left on NUMA 0) or, when p5 sits on zone 1, gives the recomputed books.
+BEST_EFFORT_3 = node(zones=3, cpus_per_zone=2, memory=4 * GI, policy="best-effort")
+P0 = pod(
+    "p0",
+    container("c0", cpu="1", memory="256Mi"),
+    init=[container("i0", cpu="500m", memory="6Gi")],
+)
+P0_TWO_APPS = pod(
+    "p0",
+    container("c0", cpu="1", memory="256Mi"),
+    container("c1", cpu="2", memory="256Mi"),
+    init=[container("i0", cpu="1", memory="6Gi")],
+)
+P1 = pod("p1", container("c0", cpu="2", memory="256Mi"))
+P1_ONE_CPU = pod("p1", container("c0", cpu="1", memory="256Mi"))
+P5 = pod("p5", container("c0", cpu="2", memory="256Mi"))
+RELEASE = "release default/p1"
+
+
+@pytest.mark.parametrize(
+    ("steps", "refused", "restore_error"),
+    [
+        pytest.param(
+            [P0, P1, RELEASE, P5],
+            "NUMA nodes [0, 1] have 1879048192 bytes of memory free, their checkpointed "
+            "blocks leave 2147483648",
+            "pod default/p5: container c0: memory block over NUMA [0]: 268435456 bytes "
+            "exceed the 0 bytes free",
+            id="released-group-then-one-node-block-on-its-first-node",
+        ),
+        pytest.param(
+            [P0_TWO_APPS, P1_ONE_CPU, RELEASE, P5],
+            "NUMA nodes [1] have 1610612736 bytes of memory free, their checkpointed "
+            "blocks leave 1879048192",
+            None,
+            id="released-group-then-one-node-block-on-its-second-node",
+        ),
+        pytest.param([P0, P1, P5], None, None, id="group-kept"),
+        pytest.param([P0, P5], None, None, id="no-release"),
+    ],
+)
+def test_a_node_the_kubelet_cannot_restart(
+    steps: list[PodSpec | str], refused: str | None, restore_error: str | None
+) -> None:
+    original = NodeState.from_profile(BEST_EFFORT_3)
+    specs: dict[str, PodSpec] = {}
+    for step in steps:
+        if isinstance(step, str):
+            original.release(step.removeprefix("release "))
+            continue
+        assert original.admit(step).admit
+        specs[step.key] = step
+    problem = original.restart_problem()
+    if refused is None:
+        assert problem is None
+        rebuilt = check_survivors_restored(BEST_EFFORT_3, original, specs)
+        assert rebuilt is not None
+        assert rebuilt.zone_usage() == original.zone_usage()
+        return
+    assert problem == f"node n1: memory manager: {refused}"
+    rebuilt = NodeState.from_profile(BEST_EFFORT_3)
+    if restore_error is not None:
+        with pytest.raises(RestoreError, match="bytes exceed") as caught:
+            for key, allocation in original.allocations().items():
+                rebuilt.restore(specs[key], allocation)
+        assert restore_error in str(caught.value)
+    else:
+        for key, allocation in original.allocations().items():
+            rebuilt.restore(specs[key], allocation)
+        assert rebuilt.zone_usage() != original.zone_usage()  # the recomputed books
+    assert check_survivors_restored(BEST_EFFORT_3, original, specs) is None
 
 
 def _verdict(result: AdmissionResult) -> tuple[object, ...]:

@@ -11,7 +11,6 @@ from decimal import Decimal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter.annotations import PREDICTED_PLACEMENT
 from fakenrt.podspec import PodSpec
 from fakenrt.scheduler.args import PluginArgs
 from fakenrt.scheduler.cluster import ClusterSnapshot, NodeSnapshot, PodSnapshot
@@ -108,7 +107,7 @@ def test_shortcuts_decide_exactly_as_evaluating_everything(
         got, want = fast.schedule(pod), slow.schedule(pod)
         assert comparable(got) == comparable(want)
         if got.node is not None:
-            annotations = {PREDICTED_PLACEMENT: got.placement.annotation()}
+            annotations = got.placement.annotations()
             spec = replace(pod, node_name=got.node, annotations=annotations)
             bound.append(PodSnapshot(spec=spec, phase="Running"))
     # The next cycle: nodes that received a pod changed, the others come from the memo.

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT, PREDICTED_PLACEMENT
+from exporter.annotations import (
+    OBSERVED_MEMORY_GROUPS,
+    OBSERVED_PLACEMENT,
+    PREDICTED_MEMORY_GROUPS,
+    PREDICTED_PLACEMENT,
+)
 from fakenrt.nrt import fingerprint
 from fakenrt.scheduler.nrt import read_nrt
 from fakenrt.scheduler.reconstruction import (
@@ -55,39 +60,41 @@ def test_allocatable_minus_placements_ignoring_stale_nrt_available() -> None:
     assert result.unplaced == ("default/unknown",)
 
 
-def test_observed_memory_groups_become_a_group_spread_lowest_zone_first() -> None:
+GROUP_80G = f'[{{"memoryNodes":["node-0","node-1"],"amount":{{"memory":"{80 * GI}"}}}}]'
+
+
+@pytest.mark.parametrize(
+    ("placement_key", "groups_key"),
+    [
+        pytest.param(OBSERVED_PLACEMENT, OBSERVED_MEMORY_GROUPS, id="observed"),
+        pytest.param(PREDICTED_PLACEMENT, PREDICTED_MEMORY_GROUPS, id="predicted"),
+    ],
+)
+def test_memory_groups_become_a_group_spread_lowest_zone_first(
+    placement_key: str, groups_key: str
+) -> None:
+    """The observed and the predicted pair follow one rule: the group's bytes are in the
+    groups annotation only, and fill its zones lowest id first."""
     topo = topology(ZONES)
-    result = reconstruct(
-        topo,
-        [
-            node_pod(
-                "big",
-                {
-                    OBSERVED_PLACEMENT: "[]",
-                    OBSERVED_MEMORY_GROUPS: (
-                        f'[{{"memoryNodes":["node-0","node-1"],"amount":{{"memory":"{80 * GI}"}}}}]'
-                    ),
-                },
-            )
-        ],
-    )
+    result = reconstruct(topo, [node_pod("big", {placement_key: "[]", groups_key: GROUP_80G})])
     book = result.ledger
     assert book.free(0, "memory") == 0
     assert book.free(1, "memory") == 48 * GI
     assert book.cells[0] == frozenset({0, 1}) and book.assignments[1] == 1
 
 
-def test_predicted_multi_zone_memory_is_a_group_only_in_pod_scope() -> None:
+@pytest.mark.parametrize("scope", ["pod", "container"])
+def test_predicted_per_zone_memory_is_single_numa_blocks(scope: str) -> None:
+    """Per-zone memory of a placement annotation is single-NUMA blocks (interfaces.md), in
+    either scope; a group is only what the groups annotation says."""
     pred = (
         '[{"zone":"node-0","amount":{"memory":"1024"}},'
         '{"zone":"node-1","amount":{"memory":"1024"}}]'
     )
-    pods = [node_pod("p", {PREDICTED_PLACEMENT: pred})]
-    pod_scope = reconstruct(topology(ZONES, scope="pod"), pods).ledger
-    container_scope = reconstruct(topology(ZONES, scope="container"), pods).ledger
-    assert pod_scope.cells[0] == frozenset({0, 1})
-    assert container_scope.cells[0] == frozenset({0})
-    assert container_scope.assignments[0] == 1
+    book = reconstruct(topology(ZONES, scope=scope), [node_pod("p", {PREDICTED_PLACEMENT: pred})])
+    assert book.ledger.cells[0] == frozenset({0}) and book.ledger.cells[1] == frozenset({1})
+    assert book.ledger.assignments == {0: 1, 1: 1}
+    assert book.ledger.free(0, "memory") == 64 * GI - 1024
 
 
 @pytest.mark.parametrize(
@@ -107,6 +114,20 @@ def test_predicted_multi_zone_memory_is_a_group_only_in_pod_scope() -> None:
             {OBSERVED_PLACEMENT: "[]", OBSERVED_MEMORY_GROUPS: "[1]"},
             f"annotation {OBSERVED_MEMORY_GROUPS}",
             id="groups",
+        ),
+        pytest.param(
+            {PREDICTED_PLACEMENT: "[]", PREDICTED_MEMORY_GROUPS: "[1]"},
+            f"annotation {PREDICTED_MEMORY_GROUPS}",
+            id="predicted-groups",
+        ),
+        pytest.param(
+            {
+                PREDICTED_MEMORY_GROUPS: (
+                    '[{"memoryNodes":["node-0","node-7"],"amount":{"memory":"1"}}]'
+                )
+            },
+            "zone node-7 is not a NUMA zone of n1",
+            id="predicted-groups-unknown-zone",
         ),
     ],
 )

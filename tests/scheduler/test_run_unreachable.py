@@ -10,6 +10,7 @@ import shutil
 import socket
 import threading
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -122,7 +123,7 @@ class FlakyCluster:
             raise Transient(0, "list nodes: connection refused")
         return ClusterSnapshot()
 
-    def annotate(self, pod: PodSnapshot, value: str) -> None:
+    def annotate(self, pod: PodSnapshot, annotations: Mapping[str, str]) -> None:
         raise AssertionError("no pod to annotate")
 
     def bind(self, pod: PodSnapshot, node: str) -> None:
