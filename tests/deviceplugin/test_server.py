@@ -8,6 +8,7 @@ import queue
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
@@ -186,6 +187,10 @@ def test_registers_again_after_a_kubelet_restart(
         again = restarted.registered.get(timeout=WAIT)
         assert again.resource_name == RESOURCE
         assert restarted.lists.get(timeout=WAIT)[0] == ("GPU-0", "Healthy", [0])
+        # The kubelet has the request before the plugin has counted the answer.
+        deadline = time.monotonic() + WAIT
+        while plugin.registrations < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert plugin.registrations == 2
     finally:
         restarted.stop()
