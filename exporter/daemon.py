@@ -7,6 +7,7 @@ or passed in by tests (clock, registry, API client).
 
 from __future__ import annotations
 
+import gc
 import logging
 import random
 import signal
@@ -136,11 +137,20 @@ class Exporter:
         self.podresources.close()
 
 
+def freeze_startup_heap() -> None:
+    """Move every object alive now (modules, classes, functions: the imports) out of the
+    garbage collector's sight: they live as long as the process, and the collections a
+    burst of decoded pods triggers would otherwise walk them all, again and again (no
+    collection first: a full one costs more CPU than the few cycles it would free)."""
+    gc.freeze()
+
+
 def run(options: Options, kube: KubeClient) -> None:
     """Run the daemon in the foreground until SIGTERM or SIGINT."""
     exporter = Exporter(options, kube)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: exporter.stop_event.set())
+    freeze_startup_heap()
     exporter.start()
     exporter.stop_event.wait()
     log.info("stopping numa-exporter")

@@ -44,11 +44,15 @@ class _Connection:
     def __init__(
         self, host: str, port: int, context: ssl.SSLContext | None, connect_timeout_s: float
     ) -> None:
-        sock = socket.create_connection((host, port), timeout=connect_timeout_s)
+        # an ASCII host goes to getaddrinfo and ssl as bytes: a str is encoded with the
+        # idna codec (the same ASCII), whose import (stringprep, unicodedata) is start-up
+        # CPU for nothing
+        address = host.encode("ascii") if host.isascii() else host
+        sock = socket.create_connection((address, port), timeout=connect_timeout_s)  # type: ignore[arg-type]
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if context is not None:
-                sock = context.wrap_socket(sock, server_hostname=host)
+                sock = context.wrap_socket(sock, server_hostname=address)
         except BaseException:
             sock.close()
             raise
@@ -224,7 +228,8 @@ class HttpClient:
         for _ in range(2):
             conn, reused = self._take(connect_timeout_s)
             try:
-                conn.sock.settimeout(read_timeout_s)
+                if conn.sock.gettimeout() != read_timeout_s:  # a syscall saved per request
+                    conn.sock.settimeout(read_timeout_s)
                 conn.sock.sendall(payload)
                 status, answer = _head(conn.rfile)
             except (ConnectionError, ssl.SSLEOFError, BrokenPipeError):
