@@ -33,6 +33,7 @@ Run: .venv/bin/python benchmarks/bench_exporter.py [--churn-seconds 3600]
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -322,7 +323,7 @@ class Bench:
         script = work / "bin" / "numa-exporter"
         script.parent.mkdir()
         script.write_text(
-            f"#!{sys.executable} -S\nimport sys\nfrom exporter.cli import main\n"
+            f"#!{image_python()} -S\nimport sys\nfrom exporter.cli import main\n"
             "if __name__ == '__main__':\n    sys.exit(main())\n"
         )
         script.chmod(0o755)
@@ -394,7 +395,8 @@ class Bench:
         distribution."""
         print(
             f"node: {CPUS} CPUs, {ZONES} NUMA zones, {GPUS} GPUs; {PODS} Guaranteed pods; "
-            f"{rounds} starts of numa-exporter run, each on {PODS} new pods"
+            f"{rounds} starts of numa-exporter run, each on {PODS} new pods; "
+            f"{' '.join(self.command())} (interpreter {image_python()})"
         )
         firsts, lasts, cpus = [], [], []
         for round_ in range(rounds):
@@ -542,6 +544,21 @@ class Bench:
     def close(self) -> None:
         self.close_exporter()
         self.fake.stop()
+
+
+@functools.cache
+def image_python() -> str:
+    """The image's interpreter (Debian bookworm's /usr/bin/python3, CPython 3.11) when this
+    machine has the same, else this one (the modules' byte code is 3.11's either way)."""
+    debian = "/usr/bin/python3"
+    probe = "import sys; print(sys.version_info[:2] == (3, 11) and sys.implementation.name)"
+    if os.access(debian, os.X_OK):
+        out = subprocess.run(
+            [debian, "-S", "-c", probe], check=False, capture_output=True, text=True
+        )
+        if out.stdout.strip() == "cpython":
+            return debian
+    return sys.executable
 
 
 def print_load() -> None:
