@@ -544,7 +544,7 @@ class Bench:
     def close_exporter(self) -> None:
         if self.proc is not None:
             self.proc.terminate()
-            self.proc.wait(timeout=15)
+            self.proc.wait(timeout=30)  # it joins its watch thread for 5 s
             self.proc = None
 
     def close(self) -> None:
