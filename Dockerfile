@@ -3,7 +3,9 @@
 #   * the base is numa-testkit/debian:bookworm, made by kind/build-node-image.sh with
 #     debootstrap + docker import (passed in as BASE);
 #   * site/ is the project and its dependencies installed on the host from wheels
-#     (pip install --target), so the image needs neither pip nor a compiler.
+#     (pip install --target) and byte-compiled there, so the image needs neither pip nor
+#     a compiler and no start compiles a module; bin/ holds the console scripts
+#     (#!/usr/bin/python3 -S: every module comes from PYTHONPATH).
 # The default user is nobody (65534); the exporter DaemonSet runs as UID 0 only because
 # the kubelet's podresources socket is root-only (see manifests/exporter/daemonset.yaml).
 ARG BASE=numa-testkit/debian:bookworm

@@ -10,8 +10,8 @@ from pathlib import Path
 import click
 
 from exporter import __version__, logs
-from exporter.daemon import Options
 from exporter.health import parse_bind_address
+from exporter.kube_pods import PodApi
 from exporter.kubeclient import KubeClient
 from exporter.kubeconfig import KubeconfigError, from_kubeconfig, in_cluster
 from exporter.kubeerrors import ApiError
@@ -105,13 +105,17 @@ def run_command(
     log_level: str,
 ) -> None:
     """Run the exporter daemon for one node until SIGTERM."""
-    from exporter.daemon import run
-
     try:
         parse_bind_address(metrics_bind_address)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--metrics-bind-address") from exc
     logs.configure(log_level)
+    kube = _kube_client(kubeconfig)
+    # the node's pod list goes out now: the API server answers while the daemon's
+    # modules load (the first annotation waits for both)
+    first_pod_list = PodApi(kube).prefetch_node_pods(node_name)
+    from exporter.daemon import Options, run
+
     options = Options(
         node_name=node_name,
         podresources_socket=podresources_socket,
@@ -121,7 +125,7 @@ def run_command(
         rpc_timeout_s=rpc_timeout,
     )
     try:
-        run(options, _kube_client(kubeconfig))
+        run(options, kube, first_pod_list=first_pod_list)
     except SysfsError as exc:
         raise click.ClickException(str(exc)) from exc
     except OSError as exc:

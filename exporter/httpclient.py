@@ -5,7 +5,8 @@ client this small costs far less than urllib3 (whose import and per-request mach
 ``http.client`` and its ``email`` header parser included, were most of the exporter's
 start-up CPU). What it does:
 
-* keep-alive connections, at most ``pool_size`` kept idle, shared by threads;
+* keep-alive connections, at most ``pool_size`` kept idle, shared by threads (a stream
+  dials its own);
 * a request is one ``sendall`` (head and body together); answers with ``Content-Length``
   or ``Transfer-Encoding: chunked`` (anything else is read to the end and the connection
   dropped); a status line, header line or chunk size line longer than 64 KiB is refused;
@@ -44,11 +45,15 @@ class _Connection:
     def __init__(
         self, host: str, port: int, context: ssl.SSLContext | None, connect_timeout_s: float
     ) -> None:
-        sock = socket.create_connection((host, port), timeout=connect_timeout_s)
+        # an ASCII host goes to getaddrinfo and ssl as bytes: a str is encoded with the
+        # idna codec (the same ASCII), whose import (stringprep, unicodedata) is start-up
+        # CPU for nothing
+        address = host.encode("ascii") if host.isascii() else host
+        sock = socket.create_connection((address, port), timeout=connect_timeout_s)  # type: ignore[arg-type]
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if context is not None:
-                sock = context.wrap_socket(sock, server_hostname=host)
+                sock = context.wrap_socket(sock, server_hostname=address)
         except BaseException:
             sock.close()
             raise
@@ -190,10 +195,11 @@ class HttpClient:
         for conn in idle:
             conn.close()
 
-    def _take(self, connect_timeout_s: float) -> tuple[_Connection, bool]:
-        with self._lock:
-            if self._idle:
-                return self._idle.pop(), True
+    def _take(self, connect_timeout_s: float, *, fresh: bool) -> tuple[_Connection, bool]:
+        if not fresh:
+            with self._lock:
+                if self._idle:
+                    return self._idle.pop(), True
         return _Connection(self.host, self.port, self._context, connect_timeout_s), False
 
     def _give(self, conn: _Connection) -> None:
@@ -219,12 +225,14 @@ class HttpClient:
         body: bytes,
         connect_timeout_s: float,
         read_timeout_s: float,
+        fresh: bool = False,
     ) -> tuple[_Connection, int, dict[str, str]]:
         payload = self._head(method, target, headers, body)
         for _ in range(2):
-            conn, reused = self._take(connect_timeout_s)
+            conn, reused = self._take(connect_timeout_s, fresh=fresh)
             try:
-                conn.sock.settimeout(read_timeout_s)
+                if conn.sock.gettimeout() != read_timeout_s:  # a syscall saved per request
+                    conn.sock.settimeout(read_timeout_s)
                 conn.sock.sendall(payload)
                 status, answer = _head(conn.rfile)
             except (ConnectionError, ssl.SSLEOFError, BrokenPipeError):
@@ -299,7 +307,10 @@ class HttpClient:
         connect_timeout_s: float,
         read_timeout_s: float,
     ) -> Stream:
-        """A request whose answer body is read as it arrives; close the stream after."""
+        """A request whose answer body is read as it arrives, on a connection of its own
+        (a stream holds it for minutes and closes it: a kept-alive one stays for the next
+        requests, which saves a TLS handshake where it counts, e.g. the first writes after
+        the list that started a watch); close the stream after."""
         conn, status, answer = self._open(
             method,
             target,
@@ -307,5 +318,6 @@ class HttpClient:
             body=b"",
             connect_timeout_s=connect_timeout_s,
             read_timeout_s=read_timeout_s,
+            fresh=True,
         )
         return Stream(conn, status, answer)

@@ -4,7 +4,8 @@ are ``exporter.kubeerrors`` classes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from exporter.kubeclient import MERGE_PATCH, KubeClient, path
@@ -25,6 +26,31 @@ class PodApi:
             PODS, what=f"list pods of node {node_name}", fieldSelector=f"spec.nodeName={node_name}"
         )
         return version, items
+
+    def prefetch_node_pods(self, node_name: str) -> Callable[[], tuple[str, list[dict[str, Any]]]]:
+        """Start listing the node's pods in a thread now; the returned call waits for the
+        answer (or raises the list's error). Start-up sends the list before importing the
+        rest of the daemon, so the API server answers while the modules load."""
+        done = threading.Event()
+        outcome: list[Any] = []
+
+        def fetch() -> None:
+            try:
+                outcome.append(self.list_node_pods(node_name))
+            except BaseException as exc:  # handed to the caller, who decides
+                outcome.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=fetch, name="pod-list", daemon=True).start()
+
+        def result() -> tuple[str, list[dict[str, Any]]]:
+            done.wait()
+            if isinstance(outcome[0], BaseException):
+                raise outcome[0]
+            return outcome[0]  # type: ignore[no-any-return]
+
+        return result
 
     def watch_node_pods(
         self, node_name: str, resource_version: str, *, timeout_s: int = WATCH_TIMEOUT_S

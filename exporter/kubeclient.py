@@ -22,18 +22,15 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from exporter import __version__
-from exporter.execcredential import (
-    ExecCredential,
-    ExecCredentialError,
-    ExecPlugin,
-    run_exec_plugin,
-)
 from exporter.httpclient import HttpClient, HttpError, Stream
 from exporter.kubeconfig import ClusterConfig
 from exporter.kubeerrors import ApiError, Transient, error_for_status
+
+if TYPE_CHECKING:  # imported when an exec plugin is configured: start-up CPU
+    from exporter.execcredential import ExecCredential, ExecPlugin
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -94,7 +91,7 @@ class KubeClient:
         user_agent: str = f"numa-testkit/{__version__}",
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
-        run_exec: Callable[[ExecPlugin], ExecCredential] = run_exec_plugin,
+        run_exec: Callable[[ExecPlugin], ExecCredential] | None = None,
     ) -> None:
         self.config = config
         self.connect_timeout_s = connect_timeout_s
@@ -135,13 +132,15 @@ class KubeClient:
     def _exec_token(self) -> None:
         """Run the kubeconfig's exec plugin when there is no token yet, or it expires within
         EXEC_REFRESH_MARGIN_S, or the API server refused it (401)."""
+        from exporter.execcredential import ExecCredentialError, run_exec_plugin
+
         plugin = self.config.exec_plugin
         assert plugin is not None
         with self._lock:
             if self._token is not None and self._clock() < self._token_refresh_at:
                 return
             try:
-                credential = self._run_exec(plugin)
+                credential = (self._run_exec or run_exec_plugin)(plugin)
             except ExecCredentialError as exc:
                 raise Transient(0, str(exc)) from exc
             self._token = credential.token

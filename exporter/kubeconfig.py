@@ -18,9 +18,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from exporter.execcredential import ExecPlugin, plugin_from_kubeconfig
+if TYPE_CHECKING:  # imported when a kubeconfig names an exec plugin: start-up CPU
+    from exporter.execcredential import ExecPlugin
 
 IN_CLUSTER_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
@@ -97,13 +98,31 @@ def _data_file(data: str, suffix: str, path: Path, field: str) -> Path:
     return Path(name)
 
 
-def from_kubeconfig(path: Path, context: str | None = None) -> ClusterConfig:
+def _load(path: Path) -> Any:
+    """The kubeconfig document. JSON (a YAML subset kubectl reads too) is parsed without
+    importing the YAML parser, whose import alone costs more start-up CPU than the rest
+    of the file; anything else, or JSON that does not parse, goes to YAML."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise KubeconfigError(f"{path}: cannot read kubeconfig ({exc})") from exc
+    if text.lstrip().startswith("{"):
+        import json
+
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass  # a YAML flow mapping, say: YAML decides
     import yaml  # a DaemonSet runs in-cluster: no YAML to read
 
     try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
         raise KubeconfigError(f"{path}: cannot read kubeconfig ({exc})") from exc
+
+
+def from_kubeconfig(path: Path, context: str | None = None) -> ClusterConfig:
+    doc = _load(path)
     if not isinstance(doc, dict):
         raise KubeconfigError(f"{path}: not a kubeconfig mapping")
     name = context or doc.get("current-context")
@@ -129,6 +148,8 @@ def from_kubeconfig(path: Path, context: str | None = None) -> ClusterConfig:
     if user.get("exec"):
         if not isinstance(user["exec"], dict):
             raise KubeconfigError(f"{path}: users[{ctx.get('user')!r}].exec must be a mapping")
+        from exporter.execcredential import plugin_from_kubeconfig
+
         try:
             exec_plugin = plugin_from_kubeconfig(user["exec"], f"users[{ctx.get('user')!r}].exec")
         except ValueError as exc:

@@ -62,8 +62,11 @@ class PodCache:
         on_change: Callable[[], None] = lambda: None,
         on_connection: Callable[[bool], None] = lambda ok: None,
         rng: random.Random | None = None,
+        first_list: Callable[[], tuple[str, list[dict[str, Any]]]] | None = None,
     ) -> None:
         self._source = source
+        #: the answer of a list already sent (start-up), used instead of the first list
+        self._first_list = first_list
         self.node_name = node_name
         self._on_change = on_change
         self._on_connection = on_connection
@@ -153,7 +156,11 @@ class PodCache:
         failing = False  # log an outage once, not once per retry
         while not stop.is_set():
             try:
-                version, items = self._source.list_node_pods(self.node_name)
+                first, self._first_list = self._first_list, None
+                if first is not None:
+                    version, items = first()
+                else:
+                    version, items = self._source.list_node_pods(self.node_name)
                 self.replace(items)
                 self._set_connected(True)
                 backoff = INITIAL_BACKOFF_S

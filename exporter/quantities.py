@@ -25,7 +25,11 @@ numbers. Formatting writes plain decimal integers, the form the annotations carr
 from __future__ import annotations
 
 import re
-from decimal import Context, Decimal
+from functools import cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported on the first parse: the exporter's daemon only formats
+    from decimal import Context, Decimal
 
 #: The longest quantity string accepted (the API server's canonical forms are short).
 MAX_LENGTH = 128
@@ -39,8 +43,14 @@ _QUANTITY = re.compile(
     r"(?:(?P<binary>[KMGTPE]i)|[eE](?P<exponent>[+-]?[0-9]+)|(?P<si>[numkMGTPE]?))",
     re.ASCII,
 )
-# Wide enough that no product or scaling of accepted inputs is ever rounded.
-_EXACT = Context(prec=MAX_LENGTH + 2 * MAX_EXPONENT + 32, Emax=10**6, Emin=-(10**6))
+
+
+@cache
+def _exact() -> Context:
+    """Wide enough that no product or scaling of accepted inputs is ever rounded."""
+    from decimal import Context
+
+    return Context(prec=MAX_LENGTH + 2 * MAX_EXPONENT + 32, Emax=10**6, Emin=-(10**6))
 
 
 class QuantityError(ValueError):
@@ -49,6 +59,8 @@ class QuantityError(ValueError):
 
 def parse_decimal(value: str | int | float) -> Decimal:
     """Parse a Kubernetes quantity (``"500m"``, ``"16Gi"``, ``8``) into an exact Decimal."""
+    from decimal import Decimal
+
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is not a Kubernetes quantity")
     if isinstance(value, int | float):
@@ -62,14 +74,14 @@ def parse_decimal(value: str | int | float) -> Decimal:
         raise QuantityError(f"{value!r} is not a Kubernetes quantity")
     number = Decimal(match["sign"] + match["number"])
     if match["binary"] is not None:
-        return _EXACT.multiply(number, Decimal(1 << _BINARY_SI[match["binary"]]))
+        return _exact().multiply(number, Decimal(1 << _BINARY_SI[match["binary"]]))
     if match["exponent"] is not None:
         exponent = int(match["exponent"])
         if abs(exponent) > MAX_EXPONENT:
             raise QuantityError(f"{value!r}: exponent beyond 1e{MAX_EXPONENT}")
     else:
         exponent = _DECIMAL_SI[match["si"]]
-    return number.scaleb(exponent, _EXACT)
+    return number.scaleb(exponent, _exact())
 
 
 def parse_integer(value: str | int | float) -> int:

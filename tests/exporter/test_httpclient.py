@@ -188,6 +188,24 @@ def test_error_statuses_are_answers(serve: Callable[..., ScriptedServer]) -> Non
     assert get(client(server)) == (404, b"{}")
 
 
+def test_a_stream_dials_its_own_connection_and_leaves_the_kept_alive_one(
+    serve: Callable[..., ScriptedServer],
+) -> None:
+    def events(conn: socket.socket, _: bytes) -> bool:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{}\n\r\n0\r\n\r\n")
+        return False
+
+    server = serve([answer(b"one"), events, answer(b"two")])
+    http = client(server)
+    assert get(http) == (200, b"one")
+    stream = http.stream("GET", "/watch", headers={}, connect_timeout_s=5, read_timeout_s=10)
+    assert server.connections == 2  # not the idle kept-alive connection
+    assert list(stream.lines()) == [b"{}"]
+    stream.close()
+    assert get(http) == (200, b"two")  # on the kept-alive connection
+    assert server.connections == 2
+
+
 def test_a_stream_yields_lines_across_chunks_and_ends_on_shutdown(
     serve: Callable[..., ScriptedServer],
 ) -> None:

@@ -141,3 +141,39 @@ def test_an_api_outage_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
         cache.run(stop)
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert warnings == ["pod list/watch failed"]
+
+
+def test_the_first_list_can_be_a_list_sent_ahead() -> None:
+    """Start-up sends the node's pod list before the daemon's modules load: the cache
+    takes that answer instead of listing, then watches from its version."""
+    stop = threading.Event()
+    source = ScriptedSource(stop, [[("ADDED", _pod("b", "11"))], []])
+    ahead: list[str] = []
+
+    def first_list() -> tuple[str, list[dict[str, Any]]]:
+        ahead.append("called")
+        return "10", [_pod("a", "9")]
+
+    cache = PodCache(source, "node", rng=random.Random(0), first_list=first_list)
+    cache.run(stop)
+    assert ahead == ["called"]
+    assert source.calls == ["watch@10", "watch@11"]
+    assert sorted(cache.snapshot()) == ["ns/a", "ns/b"]
+
+
+def test_a_failed_list_sent_ahead_is_retried_as_a_list() -> None:
+    stop = threading.Event()
+    connection: list[bool] = []
+    source = ScriptedSource(stop, [("20", [_pod("c", "19")])])
+
+    def first_list() -> tuple[str, list[dict[str, Any]]]:
+        raise Transient(0, "connection refused")
+
+    cache = PodCache(
+        source, "node", on_connection=connection.append, rng=random.Random(0),
+        first_list=first_list,
+    )  # fmt: skip
+    cache.run(stop)
+    assert source.calls == ["list"]
+    assert list(cache.snapshot()) == ["ns/c"]
+    assert connection == [False, True]

@@ -4,10 +4,14 @@ credential kind checked against the real API server."""
 from __future__ import annotations
 
 import base64
+import json
 import subprocess
+import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
 from exporter.kubeclient import KubeClient, path
 from exporter.kubeconfig import (
@@ -21,6 +25,7 @@ from exporter.kubeerrors import Transient, Unauthorized
 from tests.controlplane.cluster import ControlPlane
 
 NAMESPACES = path("api", "v1", "namespaces")
+REPO = Path(__file__).resolve().parents[2]
 
 KUBECONFIG = """
 apiVersion: v1
@@ -86,6 +91,54 @@ def test_kubeconfig_errors_name_the_file(
     with pytest.raises(KubeconfigError, match=message) as err:
         from_kubeconfig(path, context)
     assert str(path) in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "context", [pytest.param(None, id="current"), pytest.param("other", id="exec-plugin")]
+)
+def test_json_kubeconfig_reads_as_the_yaml_one(tmp_path: Path, context: str | None) -> None:
+    """JSON is YAML too: the same file as JSON gives the same configuration (read without
+    the YAML parser; see test_json_kubeconfig_does_not_import_yaml)."""
+    as_yaml, as_json = tmp_path / "config.yaml", tmp_path / "config.json"
+    as_yaml.write_text(KUBECONFIG)
+    as_json.write_text("\n  " + json.dumps(yaml.safe_load(KUBECONFIG), indent=1))
+    from_yaml, from_json = from_kubeconfig(as_yaml, context), from_kubeconfig(as_json, context)
+    for config in (from_yaml, from_json):
+        for inline in (config.client_cert_file, config.client_key_file):
+            if inline is not None:  # a temporary file per read: compare the contents
+                assert inline.read_bytes() in (b"cert", b"key")
+                inline.unlink()
+    assert replace(from_json, client_cert_file=None, client_key_file=None) == replace(
+        from_yaml, client_cert_file=None, client_key_file=None
+    )
+    assert (from_json.exec_plugin is None) == (context is None)
+
+
+def test_flow_mapping_kubeconfig_is_yaml_not_json(tmp_path: Path) -> None:
+    """A file that opens with ``{`` but is not JSON is read as YAML."""
+    config = tmp_path / "config"
+    config.write_text(
+        "{current-context: c, contexts: [{name: c, context: {cluster: k}}],\n"
+        " clusters: [{name: k, cluster: {server: 'https://10.0.0.2:6443'}}]}\n"
+    )
+    assert from_kubeconfig(config).server == "https://10.0.0.2:6443"
+    config.write_text("{not json: [}")
+    with pytest.raises(KubeconfigError, match=f"{config}: cannot read kubeconfig"):
+        from_kubeconfig(config)
+
+
+def test_json_kubeconfig_does_not_import_yaml(tmp_path: Path) -> None:
+    """The point of reading JSON first: no YAML parser imported (start-up CPU)."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(yaml.safe_load(KUBECONFIG)))
+    probe = (
+        "import sys; from pathlib import Path; from exporter.kubeconfig import from_kubeconfig;"
+        f"c = from_kubeconfig(Path({str(config)!r})); print(c.token, 'yaml' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, check=True, capture_output=True, text=True
+    ).stdout
+    assert out.split() == ["abc", "False"]
 
 
 def test_in_cluster(tmp_path: Path) -> None:

@@ -1,0 +1,110 @@
+"""``numa-exporter run`` started as the image starts it (``python3 -S``, modules from
+``PYTHONPATH``, credentials as in-cluster ones: a token file and a CA file) against the
+real API server: it annotates a pod, and its start-up left out what it does not need
+(start-up CPU is paid on every node at every restart; ``benchmarks/bench_exporter.py``
+measures it): no YAML parser for a JSON kubeconfig, no ``decimal`` (the daemon only
+formats quantities), no idna codec for an ASCII API server host, no exec-plugin code
+without an exec plugin; and the import-time heap frozen out of the garbage collector's
+sight before the threads start."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+import uuid
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from exporter.annotations import OBSERVED_PLACEMENT
+from tests.controlplane.cluster import ControlPlane
+from tests.exporter import scenarios as s
+from tests.exporter.fake_podresources import FakePodResources
+from tests.exporter.kube_helpers import annotations_of, create_pod, wait_until
+
+pytestmark = pytest.mark.controlplane
+
+REPO = Path(__file__).resolve().parents[2]
+#: The console script's body, reporting the process's modules and frozen heap at exit.
+PROBE = """
+import atexit, gc, sys
+OUT = sys.argv.pop(1)
+def report():
+    import json  # the daemon imported it already
+    with open(OUT, "w") as out:
+        json.dump([sorted(sys.modules), gc.get_freeze_count()], out)
+atexit.register(report)
+from exporter.cli import main
+main()
+"""
+NOT_IMPORTED = ("yaml", "decimal", "encodings.idna", "unicodedata", "exporter.execcredential")
+
+
+def test_run_as_the_image_starts_it(
+    *,
+    control_plane: ControlPlane,
+    api_client: client.ApiClient,
+    namespace: str,
+    fake_kubelet: FakePodResources,
+    sysfs_root: Path,
+    tmp_path: Path,
+) -> None:
+    node = f"node-{uuid.uuid4().hex[:8]}"
+    token = tmp_path / "token"
+    token.write_text(control_plane.admin_token)
+    kubeconfig = tmp_path / "kubeconfig.json"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "current-context": "c",
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "clusters": [
+                    {
+                        "name": "c",
+                        "cluster": {
+                            "server": control_plane.server,
+                            "certificate-authority": str(control_plane.ca_file),
+                        },
+                    }
+                ],
+                "users": [{"name": "u", "user": {"tokenFile": str(token)}}],
+            }
+        )
+    )
+    fake_kubelet.set_pods([replace(s.CPU_ONLY, namespace=namespace)])
+    create_pod(api_client, namespace, "cpu-only", node=node)
+    report = tmp_path / "report"
+    env = dict(
+        os.environ,
+        PYTHONPATH=f"{REPO}:{sysconfig.get_paths()['purelib']}",
+        PYTHONDONTWRITEBYTECODE="1",
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-S", "-c", PROBE, str(report), "run", "--node-name", node,
+         "--podresources-socket", str(fake_kubelet.socket_path),
+         "--sysfs-root", str(sysfs_root), "--kubeconfig", str(kubeconfig),
+         "--metrics-bind-address", "127.0.0.1:0", "--poll-interval", "0.2"],
+        env=env, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        wait_until(
+            lambda: (
+                OBSERVED_PLACEMENT in annotations_of(api_client, namespace, "cpu-only")
+                or proc.poll() is not None
+            ),
+            what="the pod annotated",
+        )
+    finally:
+        proc.terminate()
+        _, stderr = proc.communicate(timeout=60)
+    assert OBSERVED_PLACEMENT in annotations_of(api_client, namespace, "cpu-only"), stderr
+    assert proc.returncode == 0, stderr.decode()[-2000:]
+    modules, frozen = json.loads(report.read_text())
+    assert "exporter.daemon" in modules  # the probe saw the daemon's imports
+    assert [m for m in NOT_IMPORTED if m in modules] == []
+    assert frozen > 1000
