@@ -139,6 +139,7 @@ class Exporter:
     def stop(self, timeout_s: float = 5.0) -> None:
         self.stop_event.set()
         self.wake.set()
+        self.cache.interrupt()
         for thread in self._threads:
             thread.join(timeout_s)
         self.http.stop()

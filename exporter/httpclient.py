@@ -163,8 +163,10 @@ class Stream:
 
     def shutdown(self) -> None:
         """End the stream from another thread: a blocked read returns at once."""
-        with contextlib.suppress(OSError):
-            self._conn.sock.shutdown(socket.SHUT_RDWR)
+        sock = self._conn.sock  # None once closed
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def close(self) -> None:
         self._conn.close()

@@ -53,18 +53,25 @@ class PodApi:
         return result
 
     def watch_node_pods(
-        self, node_name: str, resource_version: str, *, timeout_s: int = WATCH_TIMEOUT_S
+        self,
+        node_name: str,
+        resource_version: str,
+        *,
+        timeout_s: int = WATCH_TIMEOUT_S,
+        on_open: Callable[[Any], None] | None = None,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """Watch events (type, object) for the node's pods from ``resource_version``.
 
-        Ends when the server closes the watch (after ``timeout_s``). Raises Gone when the
-        version is too old, Transient when the connection fails.
+        Ends when the server closes the watch (after ``timeout_s``) or when the stream
+        ``on_open`` receives is shut down. Raises Gone when the version is too old,
+        Transient when the connection fails.
         """
         for event in self._client.watch(
             PODS,
             resource_version=resource_version,
             timeout_s=timeout_s,
             what=f"watch pods of node {node_name}",
+            on_open=on_open,
             fieldSelector=f"spec.nodeName={node_name}",
         ):
             yield str(event.get("type") or ""), event.get("object") or {}

@@ -27,11 +27,21 @@ INITIAL_BACKOFF_S = 0.2
 MAX_BACKOFF_S = 5.0
 
 
+class Interruptible(Protocol):
+    """An open watch another thread can end (``exporter.httpclient.Stream``)."""
+
+    def shutdown(self) -> None: ...
+
+
 class PodSource(Protocol):
     def list_node_pods(self, node_name: str) -> tuple[str, list[dict[str, Any]]]: ...
 
     def watch_node_pods(
-        self, node_name: str, resource_version: str
+        self,
+        node_name: str,
+        resource_version: str,
+        *,
+        on_open: Callable[[Interruptible], None] | None = None,
     ) -> Iterator[tuple[str, dict[str, Any]]]: ...
 
 
@@ -77,6 +87,9 @@ class PodCache:
         self.generation = 0
         self.synced = threading.Event()
         self.connected = False
+        #: the watch open now, ended by ``interrupt()``
+        self._watch: Interruptible | None = None
+        self._interrupted = False
 
     # -- reads ----------------------------------------------------------------------
     def snapshot(self) -> Mapping[str, PodView]:
@@ -150,6 +163,22 @@ class PodCache:
         self.connected = ok
         self._on_connection(ok)
 
+    def _opened(self, watch: Interruptible) -> None:
+        with self._lock:
+            self._watch = watch
+            interrupted = self._interrupted
+        if interrupted:  # stopped while this watch was being opened
+            watch.shutdown()
+
+    def interrupt(self) -> None:
+        """End the open watch, and any opened later, now (a stopping daemon must not wait
+        for the server to end it): ``run`` then sees its stop event set and returns."""
+        with self._lock:
+            self._interrupted = True
+            watch = self._watch
+        if watch is not None:
+            watch.shutdown()
+
     def run(self, stop: threading.Event) -> None:
         """List and watch until ``stop`` is set."""
         backoff = INITIAL_BACKOFF_S
@@ -166,7 +195,9 @@ class PodCache:
                 backoff = INITIAL_BACKOFF_S
                 failing = False
                 while not stop.is_set():
-                    for kind, obj in self._source.watch_node_pods(self.node_name, version):
+                    for kind, obj in self._source.watch_node_pods(
+                        self.node_name, version, on_open=self._opened
+                    ):
                         if stop.is_set():
                             return
                         meta = obj.get("metadata") or {}
@@ -180,6 +211,8 @@ class PodCache:
                 log.info("watch expired, listing again")
                 continue
             except ApiError as exc:
+                if stop.is_set():  # the watch was interrupted to stop
+                    return
                 level = logging.DEBUG if failing else logging.WARNING
                 log.log(level, "pod list/watch failed", extra={"error": str(exc)})
             except Exception:  # a bug must not end the thread and leave a frozen cache

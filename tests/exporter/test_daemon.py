@@ -161,6 +161,18 @@ def test_pod_events_drift_and_steady_state(make_daemon: Callable[..., Daemon]) -
     assert d.metric("numa_exporter_last_successful_reconcile_timestamp_seconds") > 0
 
 
+def test_stop_ends_the_open_watch(make_daemon: Callable[..., Daemon]) -> None:
+    """A stopping exporter (SIGTERM) ends its pod watch itself instead of waiting for the
+    API server to close it, minutes later: every thread has ended when stop returns."""
+    d = make_daemon()
+    d.fake.set_pods([d.report(s.CPU_ONLY)])
+    create_pod(d.api, d.namespace, "cpu-only", node=d.node)
+    wait_until(d.annotated("cpu-only", CPU_ONLY), what="cpu-only annotated")
+    d.wait_passes(2)  # the watch the annotation came through is open
+    d.exporter.stop(timeout_s=3.0)
+    assert [t.name for t in d.exporter._threads if t.is_alive()] == []
+
+
 def test_socket_absent_at_start(make_daemon: Callable[..., Daemon]) -> None:
     d = make_daemon(start_kubelet=False)
     create_pod(d.api, d.namespace, "cpu-only", node=d.node)

@@ -52,7 +52,7 @@ class ScriptedSource:
         return result
 
     def watch_node_pods(
-        self, node_name: str, resource_version: str
+        self, node_name: str, resource_version: str, *, on_open: Any = None
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         self.calls.append(f"watch@{resource_version}")
         events = self._next()
