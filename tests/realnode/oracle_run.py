@@ -76,17 +76,12 @@ def run(scenarios: Sequence[Scenario], *, out: IO[str] = sys.stdout) -> Report:
     start = time.monotonic()
     first, _ = scenario_inputs(scenarios[0])
     with tempfile.TemporaryDirectory(prefix="oracle-", dir="/tmp") as tmp:
-        real = create(
-            cluster=CLUSTER,
-            work_dir=Path(tmp),
-            profile=first,
-            profile_text=scenarios[0].profile_text,
-        )
+        nodes = create(cluster=CLUSTER, work_dir=Path(tmp), profiles=[first])
         try:
             for scenario in scenarios:
-                run_scenario(real, scenario, report, out)
+                run_scenario(nodes[0], scenario, report, out)
         finally:
-            delete(real)
+            delete(nodes)
     report.seconds = time.monotonic() - start
     return report
 
