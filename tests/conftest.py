@@ -39,6 +39,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "with the components deployed in-cluster: a real Kind cluster is brought up with "
         "kind/up.sh for the session and deleted at the end (make test runs them)",
     )
+    parser.addoption(
+        "--real-kubelet",
+        action="store_true",
+        default=False,
+        help="with --kind: run the e2e scenarios (tests/e2e) on real kubelets - a Kind "
+        "cluster of real-kubelet workers reconfigured per scenario to its profile nodes, "
+        "with the exporter and NRT publisher DaemonSets (docs/e2e.md)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

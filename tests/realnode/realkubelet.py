@@ -263,12 +263,16 @@ def create(
             base_config={},
             socket=socket,
         )
-        wait_for(f"the worker {node} registered", lambda r=real: _exists(r) or None, 300)
+        wait_for(f"the worker {node} registered", _registered(real), 300)
         nodes.append(real)
     wait_for("default ServiceAccount", lambda: True if _has_sa(nodes[0]) else None, 300)
     for real in nodes:
         real.base_config = yaml.safe_load(real.node_exec("cat", "/var/lib/kubelet/config.yaml"))
     return tuple(nodes)
+
+
+def _registered(real: RealKubeletNode) -> Callable[[], bool | None]:
+    return lambda: True if _exists(real) else None
 
 
 def _exists(real: RealKubeletNode) -> bool:
@@ -297,3 +301,12 @@ def delete(nodes: Sequence[RealKubeletNode]) -> None:
         timeout=300,
         check=False,
     )
+
+
+def delete_cluster(cluster: str) -> None:
+    """Delete Kind cluster ``cluster`` by name (one whose creation failed half-way)."""
+    kind = _run(["bash", "-c", f'source "{KIND_DIR}/lib.sh" && kind_binary'], None, 600).strip()
+    subprocess.run(
+        [kind, "delete", "cluster", "--name", cluster], capture_output=True, timeout=300,
+        check=False,
+    )  # fmt: skip
