@@ -101,20 +101,13 @@ def for_real_kubelet(raw: Mapping[str, Any], *, name: str) -> dict[str, Any]:
     if cfg.memory_manager_policy == "Static" and not any(
         limits.get("memory", 0) for limits in cfg.reserved_memory.values()
     ):
-        if cfg.eviction_hard_memory is not None and cfg.eviction_hard_memory.amount is None:
-            raise TranslationError(
-                f"node {original.name}: evictionHard memory.available as a percentage: give "
-                "the scenario's node reservedMemory"
-            )
         reserved = dict(kubelet.get("kubeReserved") or {})
         kube_memory = cfg.kube_reserved.get("memory", 0) + RESERVED_MEMORY
         reserved["memory"] = str(kube_memory)
         kubelet["kubeReserved"] = reserved
-        total = (
-            cfg.system_reserved.get("memory", 0)
-            + kube_memory
-            + (cfg.eviction_hard_memory.amount or 0 if cfg.eviction_hard_memory else 0)
-        )
+        # The profile parsed, so its systemReserved / kubeReserved / evictionHard memory
+        # add up to its reservedMemory: none here.
+        total = cfg.system_reserved.get("memory", 0) + kube_memory
         kubelet["reservedMemory"] = [
             {"numaNode": original.zones[0].id, "limits": {"memory": str(total)}}
         ]
