@@ -7,12 +7,9 @@ deployed in the session's Kind cluster (tests/e2e/kind_deployment.py), or with `
 from __future__ import annotations
 
 import contextlib
-import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Generator, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -25,16 +22,9 @@ from tests.controlplane.helpers import ensure_namespace
 from tests.e2e.cluster import unique
 from tests.e2e.deployment import Deployment, ProcessDeployment, Topology
 from tests.e2e.kind_deployment import KindDeployment, install_crds
-from tests.e2e.realnode_deployment import CLUSTER as REALNODE_CLUSTER
-from tests.e2e.realnode_deployment import (
-    RealKubeletDeployment,
-    RealNodeCluster,
-    bring_up,
-    tear_down,
-)
+from tests.e2e.realnode_deployment import RealKubeletDeployment, RealNodeCluster
 from tests.e2e.schedulers import RECONSTRUCTION, REFERENCE_MODES, SchedulerUnderTest, from_options
 from tests.kind.cluster import KindCluster, _lib_value
-from tests.realnode.realkubelet import delete_cluster
 
 DeployFn = Callable[[Topology], Deployment]
 #: (topology, scheduler under test, controller name) -> a deployment not started yet
@@ -82,35 +72,6 @@ def _on_kind(request: pytest.FixtureRequest) -> bool:
 
 def _real_kubelets(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--real-kubelet"))
-
-
-@pytest.fixture(scope="session")
-def realnode_cluster(pytestconfig: pytest.Config) -> Iterator[RealNodeCluster]:
-    """The session's Kind cluster of real-kubelet workers (made before the first scenario,
-    deleted at the end - also when making it failed half-way)."""
-    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
-    cluster: RealNodeCluster | None = None
-    with tempfile.TemporaryDirectory(prefix="realnode-e2e-", dir="/tmp") as tmp:
-        try:
-            with capture.global_and_fixture_disabled():
-                print("\n== real-kubelet cluster: bringing it up", file=sys.stderr, flush=True)
-                start = time.monotonic()
-                cluster = bring_up(Path(tmp))
-                print(
-                    f"== real-kubelet cluster up in {time.monotonic() - start:.0f} s",
-                    file=sys.stderr,
-                    flush=True,
-                )
-            yield cluster
-        finally:
-            if cluster is None:
-                _delete_half_made()
-            tear_down(cluster)
-
-
-def _delete_half_made() -> None:
-    """A cluster whose bring-up failed half-way: delete it by name."""
-    delete_cluster(REALNODE_CLUSTER)
 
 
 @pytest.fixture(scope="session")

@@ -2,10 +2,13 @@
 tests/e2e``, docs/e2e.md): each scenario's nodes run on real kubelets v1.36.
 
 One Kind cluster per session (:func:`bring_up`) with as many real-kubelet workers as the
-largest topology has nodes (``tests/realnode/realkubelet.py``), the NRT CRD and the
-production exporter DaemonSet (``manifests/overlays/kind-exporter``: on these workers its
-hostPath ``/sys/devices/system/node`` is the profile's generated sysfs). Per scenario,
+largest topology has nodes (``tests/realnode/realkubelet.py``) and the NRT CRD; the real
+-kubelet oracle (tests/realnode/test_oracle_kind.py) shares it. Per scenario,
 :class:`RealKubeletDeployment`:
+
+* makes sure the production exporter DaemonSet runs (``manifests/overlays/kind-exporter``:
+  on these workers its hostPath ``/sys/devices/system/node`` is the profile's generated
+  sysfs; deployed once, left running for the next scenario);
 
 * translates each profile node for a real kubelet (:mod:`tests.e2e.realnode_profiles`)
   and gives it the next worker - ``node_name`` maps the scenario's names to Kind's;
@@ -85,15 +88,36 @@ class RealNodeCluster:
     nodes: tuple[RealKubeletNode, ...]
     kind: KindCluster
     work_dir: Path
+    exporter: bool = False
 
     @property
     def kubeconfig(self) -> Path:
         return self.kind.kubeconfig
 
+    def ensure_exporter(self) -> None:
+        """The production exporter DaemonSet runs on every worker."""
+        if self.exporter:
+            return
+        docs = _no_cpu_requests(_rendered(self.kind, EXPORTER_OVERLAY))
+        self.kind.kubectl_run("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+        self.kind.kubectl_run(
+            "-n", "numa-exporter", "rollout", "status", "daemonset/numa-exporter",
+            "--timeout=300s", timeout=330,
+        )  # fmt: skip
+        self.exporter = True
+
+    def remove_exporter(self) -> None:
+        """No exporter pod left (the oracle's workers run only its own pods and Kind's)."""
+        self.kind.kubectl_run(
+            "delete", "-k", str(EXPORTER_OVERLAY), "--ignore-not-found", "--wait=true",
+            timeout=300,
+        )  # fmt: skip
+        self.exporter = False
+
 
 def bring_up(work_dir: Path) -> RealNodeCluster:
-    """The cluster with :data:`WORKERS` real-kubelet workers, the NRT CRD and the exporter
-    DaemonSet. The caller deletes it with :func:`tear_down` (also when this raises)."""
+    """The cluster with :data:`WORKERS` real-kubelet workers and the NRT CRD. The caller
+    deletes it with :func:`tear_down` (also when this raises)."""
     names = [f"{CLUSTER}-worker" if i == 0 else f"{CLUSTER}-worker{i + 1}" for i in range(WORKERS)]
     start = [
         _parse(for_real_kubelet(two_zone_node(policy="single-numa-node"), name=n)) for n in names
@@ -106,12 +130,6 @@ def bring_up(work_dir: Path) -> RealNodeCluster:
         work_dir=work_dir,
     )
     install_crds(cluster.kind)
-    docs = _rendered(cluster.kind, EXPORTER_OVERLAY)
-    cluster.kind.kubectl_run("apply", "-f", "-", stdin=yaml.safe_dump_all(_no_cpu_requests(docs)))
-    cluster.kind.kubectl_run(
-        "-n", "numa-exporter", "rollout", "status", "daemonset/numa-exporter", "--timeout=300s",
-        timeout=330,
-    )  # fmt: skip
     return cluster
 
 
@@ -215,6 +233,7 @@ class RealKubeletDeployment:
 
     def _start(self, profile_text: str) -> None:
         kubectl = self.cluster.kind.kubectl_run
+        self.cluster.ensure_exporter()
         for worker in self.cluster.nodes:  # no worker is any earlier scenario's
             kubectl("label", "node", worker.node, f"{CONTROLLER_LABEL}-", timeout=60)
         self._delete_nrts()
