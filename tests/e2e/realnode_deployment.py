@@ -35,6 +35,7 @@ scenario's (the reserved CPU is an extra one), which the scenarios fill.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
@@ -129,8 +130,29 @@ def bring_up(work_dir: Path) -> RealNodeCluster:
         kind=KindCluster(name=CLUSTER, kubeconfig=first.kubeconfig, kubectl=first.kubectl),
         work_dir=work_dir,
     )
+    _cluster_services_on_control_plane(cluster.kind)
     install_crds(cluster.kind)
     return cluster
+
+
+def _cluster_services_on_control_plane(cluster: KindCluster) -> None:
+    """CoreDNS on the control-plane node, Kind's storage provisioner gone: the workers are
+    the scenarios' alone, and without a real CNI (docs/kind.md) pods reach pods of their
+    own node only - the in-cluster reference scheduler on the control-plane node resolves
+    the API server's name through CoreDNS there. (Pods on the workers reach the API
+    server through its Service address: kube-proxy and the CNI's masquerading.)"""
+    selector = {"spec": {"template": {"spec": {"nodeSelector": {CONTROL_PLANE_ROLE: ""}}}}}
+    cluster.kubectl_run(
+        "-n", "kube-system", "patch", "deployment", "coredns", "--type=merge",
+        "-p", json.dumps(selector),
+    )  # fmt: skip
+    cluster.kubectl_run(
+        "delete", "namespace", "local-path-storage", "--ignore-not-found", "--wait=false"
+    )
+    cluster.kubectl_run(
+        "-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=300s",
+        timeout=330,
+    )  # fmt: skip
 
 
 def tear_down(cluster: RealNodeCluster | None) -> None:
