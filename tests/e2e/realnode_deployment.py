@@ -364,12 +364,14 @@ class RealKubeletDeployment:
 
     # --- waiting ----------------------------------------------------------------------
 
-    def _wait_ready(self) -> None:
+    def _wait_ready(self, *, empty: bool = True) -> None:
+        """Until the DaemonSets and the scheduler are available and every node is Ready -
+        with ``empty``, also with an NRT of the new configuration with nothing used."""
         deadline = time.monotonic() + self.ready_timeout_s
         waiting: list[str] = ["(not asked yet)"]
         while time.monotonic() < deadline:
             with contextlib.suppress(Transient):
-                waiting = self._not_ready()
+                waiting = self._not_ready(empty=empty)
             if not waiting:
                 return
             time.sleep(_POLL_S)
@@ -377,7 +379,7 @@ class RealKubeletDeployment:
             f"not ready after {self.ready_timeout_s}s: {waiting}\n" + self.diagnostics()
         )
 
-    def _not_ready(self) -> list[str]:
+    def _not_ready(self, *, empty: bool) -> list[str]:
         waiting: list[str] = []
         for doc in self._applied:
             if doc.get("kind") not in ("Deployment", "DaemonSet"):
@@ -406,17 +408,17 @@ class RealKubeletDeployment:
             ):
                 waiting.append(f"{doc['kind']} {meta['name']}")
         for profile in self.profiles:
-            if not self._node_ready(profile):
-                waiting.append(f"node {profile.name} Ready with its NRT")
+            if not self._node_ready(profile, empty=empty):
+                waiting.append(f"node {profile.name} Ready" + (" with its NRT" if empty else ""))
         return waiting
 
-    def _node_ready(self, profile: NodeProfile) -> bool:
-        """Ready, and its NRT the new configuration's with nothing used."""
+    def _node_ready(self, profile: NodeProfile, *, empty: bool) -> bool:
+        """Ready; with ``empty`` its NRT the new configuration's with nothing used."""
         try:
             got = self.kube.get(path("api", "v1", "nodes", profile.name), what="get node")
             conditions = (got.get("status") or {}).get("conditions") or []
             ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-            return ready and nrt_converged(self.kube, profile, [], {})
+            return ready and (not empty or nrt_converged(self.kube, profile, [], {}))
         except NotFound:
             return False
 
@@ -459,21 +461,7 @@ class RealKubeletDeployment:
             worker.node_exec("systemctl", "start", "kubelet")
         for worker in self.workers:
             worker.listed()  # its podresources socket answers
-        self._wait_ready_after_restart()
-
-    def _wait_ready_after_restart(self) -> None:
-        deadline = time.monotonic() + self.ready_timeout_s
-        while time.monotonic() < deadline:
-            with contextlib.suppress(Transient, NotFound):
-                if all(self._is_ready(w.node) for w in self.workers):
-                    return
-            time.sleep(_POLL_S)
-        raise AssertionError("the kubelets did not come back\n" + self.diagnostics())
-
-    def _is_ready(self, node: str) -> bool:
-        got = self.kube.get(path("api", "v1", "nodes", node), what="get node")
-        conditions = (got.get("status") or {}).get("conditions") or []
-        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+        self._wait_ready(empty=False)
 
     # --- teardown and diagnostics -----------------------------------------------------
 
