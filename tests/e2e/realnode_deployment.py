@@ -167,9 +167,13 @@ def _parse(raw: Mapping[str, Any]) -> NodeProfile:
 
 
 def _rendered(cluster: KindCluster, directory: Path) -> list[dict[str, Any]]:
-    """``kubectl kustomize`` of ``directory``, as documents."""
-    out = cluster.kubectl_run("kustomize", str(directory))
-    return [d for d in yaml.safe_load_all(out) if d]
+    """``kubectl kustomize`` of ``directory`` (or its YAML files, without a
+    kustomization), as documents."""
+    if (directory / "kustomization.yaml").exists():
+        texts = [cluster.kubectl_run("kustomize", str(directory))]
+    else:
+        texts = [f.read_text() for f in sorted(directory.glob("*.yaml"))]
+    return [d for text in texts for d in yaml.safe_load_all(text) if d]
 
 
 def _pod_spec(doc: Mapping[str, Any]) -> dict[str, Any] | None:
