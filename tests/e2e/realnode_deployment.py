@@ -59,7 +59,6 @@ from tests.e2e.cluster import nrt_converged
 from tests.e2e.deployment import CONTROLLER_LABEL, REPO, Process, Topology, Workload
 from tests.e2e.kind_deployment import (
     BASE_IMAGES,
-    CONTROLLER,
     HARNESS_NAMESPACE,
     KIND_HARNESS,
     SCHEDULER,
@@ -212,6 +211,53 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds or 0:g}s"
 
 
+def reference_scheduler(
+    cluster: KindCluster,
+    *,
+    scheduler: SchedulerUnderTest,
+    controller_name: str,
+    image: str,
+    directory: Path,
+) -> list[dict[str, Any]]:
+    """The harness's reference scheduler alone (no fake-node controller, no harness
+    exporters) in ``scheduler``'s mode, for the nodes of ``controller_name``, on the
+    control-plane node; its overlay is written into ``directory``."""
+    assert scheduler.in_cluster_args is not None
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "scheduler-args.yaml").write_text(scheduler.in_cluster_args)
+    kustomization = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": [os.path.relpath(KIND_HARNESS, directory)],
+        "configMapGenerator": [
+            {
+                "name": "fakenrt-scheduler",
+                "namespace": HARNESS_NAMESPACE,
+                "behavior": "merge",
+                "files": ["args.yaml=scheduler-args.yaml"],
+            }
+        ],
+    }
+    (directory / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    docs = []
+    for doc in _local_image(_rendered(cluster, directory), image):
+        if doc.get("kind") == "Deployment" and doc["metadata"]["name"] != SCHEDULER:
+            continue  # the fake-node controller and the harness's exporters
+        if doc["metadata"]["name"] == SCHEDULER and doc.get("kind") == "Deployment":
+            spec = doc["spec"]["template"]["spec"]
+            spec["nodeSelector"] = {CONTROL_PLANE_ROLE: ""}
+            spec["tolerations"] = [
+                {"key": CONTROL_PLANE_ROLE, "operator": "Exists", "effect": "NoSchedule"}
+            ]
+            spec["containers"][0]["args"] += [
+                f"--scheduler-name={scheduler.name}",
+                f"--node-selector={CONTROLLER_LABEL}={controller_name}",
+                "--period=0.5",
+            ]
+        docs.append(doc)
+    return docs
+
+
 @dataclass
 class RealKubeletDeployment:
     """A scenario's nodes on the session's real-kubelet workers."""
@@ -327,44 +373,13 @@ class RealKubeletDeployment:
         return _no_cpu_requests(docs)
 
     def _reference_scheduler(self) -> list[dict[str, Any]]:
-        """The harness's reference scheduler alone (no fake-node controller, no harness
-        exporters), in the scenario's mode, on the control-plane node."""
-        assert self.scheduler.in_cluster_args is not None
-        overlay = self.workdir / "scheduler"
-        overlay.mkdir(parents=True, exist_ok=True)
-        (overlay / "scheduler-args.yaml").write_text(self.scheduler.in_cluster_args)
-        kustomization = {
-            "apiVersion": "kustomize.config.k8s.io/v1beta1",
-            "kind": "Kustomization",
-            "resources": [os.path.relpath(KIND_HARNESS, overlay)],
-            "configMapGenerator": [
-                {
-                    "name": "fakenrt-scheduler",
-                    "namespace": HARNESS_NAMESPACE,
-                    "behavior": "merge",
-                    "files": ["args.yaml=scheduler-args.yaml"],
-                }
-            ],
-        }
-        (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
-        docs = []
-        for doc in _local_image(_rendered(self.cluster.kind, overlay), self.image):
-            if doc.get("kind") == "Deployment" and doc["metadata"]["name"] != SCHEDULER:
-                continue  # the fake-node controller and the harness's exporters
-            if doc["metadata"]["name"] == SCHEDULER and doc.get("kind") == "Deployment":
-                spec = doc["spec"]["template"]["spec"]
-                spec["nodeSelector"] = {CONTROL_PLANE_ROLE: ""}
-                spec["tolerations"] = [
-                    {"key": CONTROL_PLANE_ROLE, "operator": "Exists", "effect": "NoSchedule"}
-                ]
-                spec["containers"][0]["args"] += [
-                    f"--scheduler-name={self.scheduler.name}",
-                    f"--node-selector={CONTROLLER_LABEL}={self.controller_name}",
-                    "--period=0.5",
-                ]
-            docs.append(doc)
-        assert CONTROLLER not in [d["metadata"]["name"] for d in docs if d["kind"] == "Deployment"]
-        return docs
+        return reference_scheduler(
+            self.cluster.kind,
+            scheduler=self.scheduler,
+            controller_name=self.controller_name,
+            image=self.image,
+            directory=self.workdir / "scheduler",
+        )
 
     # --- waiting ----------------------------------------------------------------------
 

@@ -1,0 +1,69 @@
+"""What the real-kubelet backend deploys, rendered with kubectl (no cluster): the
+reference scheduler alone, in the scenario's mode, on the control-plane node; the
+production exporter DaemonSet with the local image and no cpu request."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.realnode_deployment import (
+    CONTROL_PLANE_ROLE,
+    EXPORTER_OVERLAY,
+    _no_cpu_requests,
+    _rendered,
+    reference_scheduler,
+)
+from tests.e2e.schedulers import RECONSTRUCTION, STALE_NRT, SchedulerUnderTest
+from tests.kind.cluster import KindCluster
+from tests.manifests.tools import kubectl_path
+
+IMAGE = "numa-testkit/numa-testkit:local"
+
+
+def _cluster(tmp_path: Path) -> KindCluster:
+    return KindCluster(name="unused", kubeconfig=tmp_path / "unused", kubectl=kubectl_path())
+
+
+def _workloads(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d for d in docs if d["kind"] in ("Deployment", "DaemonSet")}
+
+
+@pytest.mark.parametrize("mode", [RECONSTRUCTION, STALE_NRT], ids=lambda s: s.id)
+def test_reference_scheduler_alone_on_the_control_plane(
+    tmp_path: Path, mode: SchedulerUnderTest
+) -> None:
+    docs = reference_scheduler(
+        _cluster(tmp_path),
+        scheduler=mode,
+        controller_name="e2e-ctl",
+        image=IMAGE,
+        directory=tmp_path / "s",
+    )
+    (name,) = _workloads(docs)  # no fake-node controller, no harness exporters
+    spec = _workloads(docs)[name]["spec"]["template"]["spec"]
+    assert spec["nodeSelector"] == {CONTROL_PLANE_ROLE: ""}
+    container = spec["containers"][0]
+    assert container["image"] == IMAGE and container["imagePullPolicy"] == "Never"
+    assert container["args"][-3:] == [
+        f"--scheduler-name={mode.name}",
+        "--node-selector=fakenrt.io/controller=e2e-ctl",
+        "--period=0.5",
+    ]
+    (args,) = [
+        d["data"]["args.yaml"]
+        for d in docs
+        if d["kind"] == "ConfigMap" and "args.yaml" in (d.get("data") or {})
+    ]
+    assert args == mode.in_cluster_args
+
+
+def test_exporter_daemonset_requests_no_cpu(tmp_path: Path) -> None:
+    docs = _no_cpu_requests(_rendered(_cluster(tmp_path), EXPORTER_OVERLAY))
+    (daemonset,) = [d for d in docs if d["kind"] == "DaemonSet"]
+    container = daemonset["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == IMAGE
+    assert "cpu" not in container["resources"]["requests"]
+    assert container["resources"]["requests"]["memory"]
