@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 import yaml
 
+from fakenrt.commands.controller import DURATION, DURATION_HELP
 from fakenrt.commands.kubelet import new_node_state, pick_node
 from fakenrt.commands.podfiles import InputError, read_pods
 from fakenrt.kubelet.node import NodeState
@@ -142,3 +143,158 @@ def _render_loaded(
         except OSError as exc:
             raise click.ClickException(f"{pods_out}: cannot write: {exc.strerror}") from None
     return render_loaded(state)
+
+
+@nrt.command("publish")
+@click.option(
+    "--node",
+    "node_name",
+    envvar="NODE_NAME",
+    help="The node to publish for: its NodeResourceTopology is named after it "
+    "(default: $NODE_NAME, as the DaemonSet sets it from the downward API).",
+)
+@click.option(
+    "--podresources-socket",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("/var/lib/kubelet/pod-resources/kubelet.sock"),
+    show_default=True,
+    help="The kubelet's podresources socket (GetAllocatableResources and List are read "
+    "every poll).",
+)
+@click.option(
+    "--sysfs-root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("/sys"),
+    show_default=True,
+    help="The host's /sys: NUMA nodes from devices/system/node/node<N>/ (cpulist, "
+    "distance, meminfo, hugepages), as numa-exporter's --sysfs-root.",
+)
+@click.option(
+    "--kubelet-config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("/var/lib/kubelet/config.yaml"),
+    show_default=True,
+    help="The kubelet's KubeletConfiguration file: Topology Manager policy and scope, "
+    "CPU and Memory Manager policies, reservedSystemCPUs.",
+)
+@click.option(
+    "--kubeconfig",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    envvar="KUBECONFIG",
+    help="Kubeconfig of the cluster (default: $KUBECONFIG, in-cluster config, ~/.kube/config).",
+)
+@click.option(
+    "--delay",
+    "delay_s",
+    type=DURATION,
+    default=0.0,
+    show_default=True,
+    help="Delay before a change of the node shows in its NRT (0: at the next poll, "
+    "jitter ignored). " + DURATION_HELP,
+)
+@click.option(
+    "--jitter",
+    "jitter_s",
+    type=DURATION,
+    default=0.0,
+    show_default=True,
+    help="Extra random delay per change, uniform in [0, jitter].",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=None,
+    help="Seed of the jitter's random source (default: unseeded).",
+)
+@click.option(
+    "--poll-interval",
+    "poll_interval_s",
+    type=DURATION,
+    default=1.0,
+    show_default=True,
+    help="How often the node is read.",
+)
+@click.option(
+    "--health-bind-address",
+    default="",
+    help="host:port (or :port) serving /healthz (the poll loop runs) and /readyz (the "
+    "last polls read the node and reached the API server). Default: no server.",
+)
+@click.option(
+    "--topology-policies/--no-topology-policies",
+    default=True,
+    show_default=True,
+    help="Write the deprecated topologyPolicies field.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="info",
+    show_default=True,
+    help="Log verbosity (logs go to stderr).",
+)
+def publish(
+    *,
+    node_name: str | None,
+    podresources_socket: Path,
+    sysfs_root: Path,
+    kubelet_config: Path,
+    kubeconfig: Path | None,
+    delay_s: float,
+    jitter_s: float,
+    seed: int | None,
+    poll_interval_s: float,
+    health_bind_address: str,
+    topology_policies: bool,
+    log_level: str,
+) -> None:
+    """Publish the NodeResourceTopology of a node run by a real kubelet.
+
+    A per-node daemon (run it as a DaemonSet, manifests/nrt-publisher/): every poll it
+    reads the kubelet's podresources (GetAllocatableResources + List), the NUMA nodes from
+    sysfs and the kubelet's configuration, and computes the node's NRT in the shape fake
+    nodes publish (docs/nrt.md). Changes become visible --delay + U(0, --jitter) later,
+    in order; the object is written only when what is visible changes. Unreadable inputs
+    are logged and retried; the daemon keeps serving /healthz (and /readyz says why it is
+    not ready).
+    """
+    import logging
+    import sys
+
+    from exporter.health import parse_bind_address
+    from fakenrt.commands.kubeaccess import kube_client
+    from fakenrt.nrtpub.daemon import PublisherOptions, serve
+
+    if not node_name:
+        raise click.UsageError("--node is required (or set NODE_NAME)")
+    if poll_interval_s <= 0:
+        raise click.BadParameter("must be more than 0", param_hint="--poll-interval")
+    if health_bind_address:
+        try:
+            parse_bind_address(health_bind_address)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--health-bind-address") from None
+    logging.basicConfig(
+        level=log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    kube = kube_client(
+        kubeconfig, component="fakenrt-nrt-publisher", connect_timeout_s=10.0, read_timeout_s=10.0
+    )
+    options = PublisherOptions(
+        node=node_name,
+        podresources_socket=podresources_socket,
+        sysfs_root=sysfs_root,
+        kubelet_config=kubelet_config,
+        delay_s=delay_s,
+        jitter_s=jitter_s,
+        seed=seed,
+        poll_interval_s=poll_interval_s,
+        health_bind_address=health_bind_address,
+        topology_policies=topology_policies,
+    )
+    try:
+        serve(options, kube)
+    except OSError as exc:
+        raise click.UsageError(f"--health-bind-address {health_bind_address}: {exc}") from None

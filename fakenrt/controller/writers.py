@@ -146,11 +146,23 @@ def report_node_status(kube: KubeClient, effect: ReportNodeStatus) -> None:
 
 
 class NrtWriter:
-    """Creates and updates NodeResourceTopology objects, remembering resourceVersions."""
+    """Creates and updates NodeResourceTopology objects, remembering resourceVersions.
 
-    def __init__(self, kube: KubeClient, *, controller: str) -> None:
+    Every object gets ``labels``, and the ``fakenrt.io/controller`` label when
+    ``controller`` is given (the fake controller's; ``fakenrt nrt publish`` writes none).
+    """
+
+    def __init__(
+        self,
+        kube: KubeClient,
+        *,
+        controller: str | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
         self._kube = kube
-        self._controller = controller
+        self._labels = dict(labels or {})
+        if controller is not None:
+            self._labels[CONTROLLER_LABEL] = controller
         self._versions: dict[str, str] = {}
         self._node_uids: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -164,7 +176,7 @@ class NrtWriter:
         meta: dict[str, Any] = dict(obj.get("metadata") or {})
         meta["name"] = node
         meta.setdefault("labels", {})
-        meta["labels"] = {**meta["labels"], CONTROLLER_LABEL: self._controller}
+        meta["labels"] = {**meta["labels"], **self._labels}
         meta["annotations"] = {**(meta.get("annotations") or {}), "fakenrt.io/version": __version__}
         uid = self._node_uids.get(node)
         if uid:

@@ -25,7 +25,8 @@ One object per node, named after it (the CRD is cluster-scoped):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from exporter.annotations import zone_name
@@ -72,6 +73,88 @@ def foreign_usage(profile: NodeProfile) -> dict[int, dict[str, int]]:
     return {z.id: dict(z.allocated) for z in profile.zones}
 
 
+@dataclass(frozen=True)
+class NodePolicies:
+    """The kubelet settings an NRT object states: Topology Manager policy and scope, CPU
+    Manager and Memory Manager policies, as the kubelet configuration spells them."""
+
+    topology_manager_policy: str
+    topology_manager_scope: str
+    cpu_manager_policy: str
+    memory_manager_policy: str
+
+
+def nrt_object(
+    *,
+    name: str,
+    zone_ids: Sequence[int],
+    distance: Callable[[int, int], int],
+    capacity: Mapping[int, Mapping[str, int]],
+    allocatable: Mapping[int, Mapping[str, int]],
+    held: Usage,
+    policies: NodePolicies,
+    pods: Iterable[str] = (),
+    topology_policies: bool = True,
+) -> dict[str, Any]:
+    """The NodeResourceTopology object from per-zone amounts. Pure. The one place the
+    object's shape is decided: :func:`render_nrt` (fake nodes, from a profile) and the
+    real-kubelet publisher (:mod:`fakenrt.nrtpub.compute`, from podresources and sysfs)
+    both end here, so the two cannot drift.
+
+    Every zone of ``zone_ids`` lists the resources of its ``capacity`` row (sorted by
+    name); ``allocatable`` gives 0 for a resource it lacks; ``available`` is allocatable
+    minus ``held`` (never below 0). Raises ValueError for ``held`` naming a zone that is
+    not in ``zone_ids``, or a pod key that is not ``namespace/name``.
+    """
+    unknown = set(held) - set(zone_ids)
+    if unknown:
+        raise ValueError(f"usage names zones {sorted(unknown)} that node {name} lacks")
+    zones = []
+    for zone_id in zone_ids:
+        zone_held = held.get(zone_id, {})
+        zone_allocatable = allocatable.get(zone_id, {})
+        resources = []
+        for resource in sorted(capacity.get(zone_id, {})):
+            can_give = zone_allocatable.get(resource, 0)
+            resources.append(
+                {
+                    "name": resource,
+                    "capacity": str(capacity[zone_id][resource]),
+                    "allocatable": str(can_give),
+                    "available": str(max(0, can_give - zone_held.get(resource, 0))),
+                }
+            )
+        zones.append(
+            {
+                "name": zone_name(zone_id),
+                "type": ZONE_TYPE,
+                "costs": [
+                    {"name": zone_name(other), "value": distance(zone_id, other)}
+                    for other in zone_ids
+                ],
+                "resources": resources,
+            }
+        )
+    legacy = legacy_topology_policy(
+        policies.topology_manager_policy, policies.topology_manager_scope
+    )
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": name},
+        **({"topologyPolicies": [legacy]} if topology_policies else {}),
+        "zones": zones,
+        "attributes": [
+            {"name": "topologyManagerPolicy", "value": policies.topology_manager_policy},
+            {"name": "topologyManagerScope", "value": policies.topology_manager_scope},
+            {"name": CPU_MANAGER_POLICY_ATTRIBUTE, "value": policies.cpu_manager_policy},
+            {"name": MEMORY_MANAGER_POLICY_ATTRIBUTE, "value": policies.memory_manager_policy},
+            {"name": ATTRIBUTE, "value": fingerprint_keys(pods)},
+            {"name": ATTRIBUTE_METHOD, "value": METHOD_WITH_EXCLUSIVE_RESOURCES},
+        ],
+    }
+
+
 def render_nrt(
     profile: NodeProfile,
     *,
@@ -89,49 +172,20 @@ def render_nrt(
     ``available`` at 0 rather than negative. Raises ValueError for a usage of a zone the
     profile does not have, or a pod key that is not ``namespace/name``.
     """
-    held = foreign_usage(profile) if usage is None else usage
-    unknown = set(held) - set(profile.zone_ids)
-    if unknown:
-        raise ValueError(f"usage names zones {sorted(unknown)} that node {profile.name} lacks")
-    capacity = zone_capacity(profile)
-    allocatable = zone_allocatable(profile)
-    zones = []
-    for zone in profile.zones:
-        zone_held = held.get(zone.id, {})
-        resources = [
-            {
-                "name": name,
-                "capacity": str(capacity[zone.id][name]),
-                "allocatable": str(allocatable[zone.id][name]),
-                "available": str(max(0, allocatable[zone.id][name] - zone_held.get(name, 0))),
-            }
-            for name in sorted(capacity[zone.id])
-        ]
-        zones.append(
-            {
-                "name": zone_name(zone.id),
-                "type": ZONE_TYPE,
-                "costs": [
-                    {"name": zone_name(other), "value": profile.distance(zone.id, other)}
-                    for other in profile.zone_ids
-                ],
-                "resources": resources,
-            }
-        )
     kubelet = profile.kubelet
-    legacy = legacy_topology_policy(kubelet.topology_manager_policy, kubelet.topology_manager_scope)
-    return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "metadata": {"name": profile.name},
-        **({"topologyPolicies": [legacy]} if topology_policies else {}),
-        "zones": zones,
-        "attributes": [
-            {"name": "topologyManagerPolicy", "value": kubelet.topology_manager_policy},
-            {"name": "topologyManagerScope", "value": kubelet.topology_manager_scope},
-            {"name": CPU_MANAGER_POLICY_ATTRIBUTE, "value": kubelet.cpu_manager_policy},
-            {"name": MEMORY_MANAGER_POLICY_ATTRIBUTE, "value": kubelet.memory_manager_policy},
-            {"name": ATTRIBUTE, "value": fingerprint_keys(pods)},
-            {"name": ATTRIBUTE_METHOD, "value": METHOD_WITH_EXCLUSIVE_RESOURCES},
-        ],
-    }
+    return nrt_object(
+        name=profile.name,
+        zone_ids=profile.zone_ids,
+        distance=profile.distance,
+        capacity=zone_capacity(profile),
+        allocatable=zone_allocatable(profile),
+        held=foreign_usage(profile) if usage is None else usage,
+        policies=NodePolicies(
+            topology_manager_policy=kubelet.topology_manager_policy,
+            topology_manager_scope=kubelet.topology_manager_scope,
+            cpu_manager_policy=kubelet.cpu_manager_policy,
+            memory_manager_policy=kubelet.memory_manager_policy,
+        ),
+        pods=pods,
+        topology_policies=topology_policies,
+    )

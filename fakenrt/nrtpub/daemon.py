@@ -1,0 +1,195 @@
+"""``fakenrt nrt publish``: the per-node daemon that publishes the NodeResourceTopology of
+a node run by a real kubelet. Edge module: wires the inputs (:mod:`fakenrt.nrtpub.inputs`),
+the mapping (:mod:`fakenrt.nrtpub.compute`), the lag model
+(:class:`fakenrt.controller.lag.LagPipeline`) and the NRT writer
+(:class:`fakenrt.controller.writers.NrtWriter`).
+
+Every poll reads sysfs, the kubelet configuration and the kubelet's podresources
+(``GetAllocatableResources`` + ``List``) and computes the node's object. The first object
+is published at once; afterwards every detected change enters the lag pipeline and
+becomes visible ``delay + U(0, jitter)`` later, coalesced and in order, as on fake nodes.
+The object is written (created, or updated with conflict retries) only when the visible
+object changes, and again after a failed write.
+
+Bad input (an unreadable socket, a malformed configuration, missing sysfs files) is
+logged in one line when it first appears (and when it changes or clears); the daemon keeps
+polling and serving ``/healthz`` while ``/readyz`` says what is missing.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from exporter.health import Health, HttpServer
+from exporter.kubeclient import KubeClient
+from exporter.kubeerrors import ApiError
+from exporter.podresources_client import DEFAULT_TIMEOUT_S, PodResourcesClient
+from exporter.promtext import Registry
+from fakenrt.controller.effects import PublishNrt
+from fakenrt.controller.lag import LagPipeline
+from fakenrt.controller.writers import NrtWriter
+from fakenrt.nrtpub.compute import Observation, compute_nrt
+from fakenrt.nrtpub.inputs import InputError, observe
+
+log = logging.getLogger(__name__)
+
+#: The label on published objects (no fakenrt.io/controller: no fake controller owns them).
+MANAGED_BY = {"app.kubernetes.io/managed-by": "fakenrt-nrt-publisher"}
+
+
+@dataclass(frozen=True)
+class PublisherOptions:
+    node: str
+    podresources_socket: Path
+    sysfs_root: Path
+    kubelet_config: Path
+    delay_s: float = 0.0
+    jitter_s: float = 0.0
+    seed: int | None = None
+    poll_interval_s: float = 1.0
+    health_bind_address: str = ""
+    topology_policies: bool = True
+    rpc_timeout_s: float = DEFAULT_TIMEOUT_S
+
+
+class Publisher:
+    """One node's publisher. ``step()`` does one poll (tests drive it with their own
+    ``clock``); ``run()`` polls until stopped."""
+
+    def __init__(
+        self,
+        options: PublisherOptions,
+        kube: KubeClient,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        observe_node: Callable[[], Observation] | None = None,
+    ) -> None:
+        self.options = options
+        self._clock = clock
+        self.client = PodResourcesClient(
+            options.podresources_socket, timeout_s=options.rpc_timeout_s
+        )
+        self._observe = observe_node or (
+            lambda: observe(
+                client=self.client,
+                sysfs_root=options.sysfs_root,
+                kubelet_config=options.kubelet_config,
+            )
+        )
+        self.pipeline: LagPipeline[dict[str, Any]] = LagPipeline(
+            delay=options.delay_s, jitter=options.jitter_s, rng=random.Random(options.seed)
+        )
+        self.writer = NrtWriter(kube, labels=MANAGED_BY)
+        self.health = Health(
+            clock=clock,
+            window=3,
+            stall_after_s=max(120.0, 10 * options.poll_interval_s + 4 * options.rpc_timeout_s),
+        )
+        #: The object as last computed (the node's current state), the one visible now
+        #: (what should be published), and the one last written.
+        self.current: dict[str, Any] | None = None
+        self.visible: dict[str, Any] | None = None
+        self.written: dict[str, Any] | None = None
+        self._api_ok = False
+        self._input_problem: str | None = None
+        self.stop_event = threading.Event()
+
+    def step(self) -> float:
+        """One poll at ``clock()``; returns the seconds until the next one is due."""
+        now = self._clock()
+        inputs_ok = self._poll(now)
+        due = self.pipeline.pop_due(now)
+        if due is not None:
+            self.visible = due
+        if self.visible is not None and self.visible != self.written:
+            self._write(self.visible)
+        self.health.record_pass(podresources_ok=inputs_ok, api_ok=self._api_ok)
+        wait = self.options.poll_interval_s
+        next_due = self.pipeline.next_due()
+        if next_due is not None:
+            wait = min(wait, max(0.0, next_due - now))
+        return wait
+
+    def _poll(self, now: float) -> bool:
+        try:
+            body = compute_nrt(
+                self.options.node,
+                self._observe(),
+                topology_policies=self.options.topology_policies,
+            )
+        except (InputError, ValueError) as exc:
+            problem = str(exc)
+            if problem != self._input_problem:
+                log.error("node %s: cannot read the node: %s", self.options.node, problem)
+            self._input_problem = problem
+            return False
+        if self._input_problem is not None:
+            log.info("node %s: inputs readable again", self.options.node)
+            self._input_problem = None
+        if self.current is None:
+            self.visible = body  # start-up: the node's state as it is, at once
+        elif body != self.current:
+            at = self.pipeline.push(now, body)
+            log.debug("node %s: change detected, visible in %.3fs", self.options.node, at - now)
+        self.current = body
+        return True
+
+    def _write(self, body: dict[str, Any]) -> None:
+        try:
+            self.writer.publish(PublishNrt(self.options.node, body))
+        except (ApiError, OSError) as exc:
+            if self._api_ok:
+                log.error(
+                    "node %s: cannot write its NodeResourceTopology: %s", self.options.node, exc
+                )
+            self._api_ok = False
+            return
+        self.written = body
+        self._api_ok = True
+        log.info("node %s: NodeResourceTopology published", self.options.node)
+
+    def run(self) -> None:
+        """Poll until ``stop_event`` is set."""
+        while not self.stop_event.is_set():
+            self.stop_event.wait(self.step())
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def serve(options: PublisherOptions, kube: KubeClient) -> None:
+    """Run the publisher (and its health server) in the foreground until ``stop_event``
+    is set (the command sets it on SIGTERM / SIGINT). Raises OSError / ValueError for a
+    health address that cannot be bound."""
+    publisher = Publisher(options, kube)
+    http = None
+    if options.health_bind_address:
+        http = HttpServer(options.health_bind_address, Registry(), publisher.health)
+        http.start()
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: publisher.stop_event.set())
+    log.info(
+        "publishing the NodeResourceTopology of node %s (socket %s, sysfs %s, kubelet config %s, "
+        "delay %ss, jitter %ss)",
+        options.node,
+        options.podresources_socket,
+        options.sysfs_root,
+        options.kubelet_config,
+        options.delay_s,
+        options.jitter_s,
+    )
+    try:
+        publisher.run()
+    finally:
+        if http is not None:
+            http.stop()
+        publisher.close()
