@@ -221,6 +221,15 @@ def _render_loaded(
     "last polls read the node and reached the API server). Default: no server.",
 )
 @click.option(
+    "--resync-interval",
+    "resync_interval_s",
+    type=DURATION,
+    default=60.0,
+    show_default=True,
+    help="Write the visible object again this often even unchanged, repairing edits or "
+    "deletion by others (0: never).",
+)
+@click.option(
     "--topology-policies/--no-topology-policies",
     default=True,
     show_default=True,
@@ -245,6 +254,7 @@ def publish(
     seed: int | None,
     poll_interval_s: float,
     health_bind_address: str,
+    resync_interval_s: float,
     topology_policies: bool,
     log_level: str,
 ) -> None:
@@ -293,6 +303,7 @@ def publish(
         poll_interval_s=poll_interval_s,
         health_bind_address=health_bind_address,
         topology_policies=topology_policies,
+        resync_interval_s=resync_interval_s,
     )
     try:
         serve(options, kube)

@@ -8,8 +8,10 @@ Every poll reads sysfs, the kubelet configuration and the kubelet's podresources
 (``GetAllocatableResources`` + ``List``) and computes the node's object. The first object
 is published at once; afterwards every detected change enters the lag pipeline and
 becomes visible ``delay + U(0, jitter)`` later, coalesced and in order, as on fake nodes.
-The object is written (created, or updated with conflict retries) only when the visible
-object changes, and again after a failed write.
+The object is written (created, or updated with conflict retries) when the visible
+object changes, again after a failed write, and every ``resync_interval_s`` unchanged -
+which repairs an edit or a deletion by someone else (an unchanged update is a no-op for
+the API server).
 
 Bad input (an unreadable socket, a malformed configuration, missing sysfs files) is
 logged in one line when it first appears (and when it changes or clears); the daemon keeps
@@ -57,6 +59,21 @@ class PublisherOptions:
     health_bind_address: str = ""
     topology_policies: bool = True
     rpc_timeout_s: float = DEFAULT_TIMEOUT_S
+    #: Write the visible object again this often even unchanged (0: never), which
+    #: repairs an edit or deletion by someone else.
+    resync_interval_s: float = 60.0
+
+
+class PublisherHealth(Health):
+    """The exporter's probes; ``/readyz`` also names the last input problem."""
+
+    problem: str | None = None
+
+    def readiness(self) -> tuple[bool, str]:
+        ready, reason = super().readiness()
+        if not ready and self.problem:
+            reason = f"{reason}; last problem: {self.problem}"
+        return ready, reason
 
 
 class Publisher:
@@ -87,7 +104,7 @@ class Publisher:
             delay=options.delay_s, jitter=options.jitter_s, rng=random.Random(options.seed)
         )
         self.writer = NrtWriter(kube, labels=MANAGED_BY)
-        self.health = Health(
+        self.health = PublisherHealth(
             clock=clock,
             window=3,
             stall_after_s=max(120.0, 10 * options.poll_interval_s + 4 * options.rpc_timeout_s),
@@ -98,6 +115,7 @@ class Publisher:
         self.visible: dict[str, Any] | None = None
         self.written: dict[str, Any] | None = None
         self._api_ok = False
+        self._last_write: float | None = None
         self._input_problem: str | None = None
         self.stop_event = threading.Event()
 
@@ -108,8 +126,10 @@ class Publisher:
         due = self.pipeline.pop_due(now)
         if due is not None:
             self.visible = due
-        if self.visible is not None and self.visible != self.written:
-            self._write(self.visible)
+        resync = self.options.resync_interval_s
+        stale = resync > 0 and self._last_write is not None and now - self._last_write >= resync
+        if self.visible is not None and (self.visible != self.written or stale):
+            self._write(self.visible, now)
         self.health.record_pass(podresources_ok=inputs_ok, api_ok=self._api_ok)
         wait = self.options.poll_interval_s
         next_due = self.pipeline.next_due()
@@ -128,11 +148,11 @@ class Publisher:
             problem = str(exc)
             if problem != self._input_problem:
                 log.error("node %s: cannot read the node: %s", self.options.node, problem)
-            self._input_problem = problem
+            self._input_problem = self.health.problem = problem
             return False
         if self._input_problem is not None:
             log.info("node %s: inputs readable again", self.options.node)
-            self._input_problem = None
+            self._input_problem = self.health.problem = None
         if self.current is None:
             self.visible = body  # start-up: the node's state as it is, at once
         elif body != self.current:
@@ -141,7 +161,7 @@ class Publisher:
         self.current = body
         return True
 
-    def _write(self, body: dict[str, Any]) -> None:
+    def _write(self, body: dict[str, Any], now: float) -> None:
         try:
             self.writer.publish(PublishNrt(self.options.node, body))
         except (ApiError, OSError) as exc:
@@ -151,9 +171,12 @@ class Publisher:
                 )
             self._api_ok = False
             return
+        changed = body != self.written
         self.written = body
+        self._last_write = now
         self._api_ok = True
-        log.info("node %s: NodeResourceTopology published", self.options.node)
+        if changed:
+            log.info("node %s: NodeResourceTopology published", self.options.node)
 
     def run(self) -> None:
         """Poll until ``stop_event`` is set."""

@@ -65,7 +65,9 @@ def parse_kubelet_config(doc: Any) -> PublisherKubeletConfig:
         if value not in _ALLOWED[name]:
             raise KubeletConfigError(f"{name}: {value!r} is not one of {', '.join(_ALLOWED[name])}")
         values[name] = value
-    raw_cpus = doc.get("reservedSystemCPUs") or ""
+    raw_cpus = doc.get("reservedSystemCPUs")
+    if raw_cpus is None:
+        raw_cpus = ""
     if not isinstance(raw_cpus, str):
         raise KubeletConfigError(f"reservedSystemCPUs: expected a cpulist string, got {raw_cpus!r}")
     try:

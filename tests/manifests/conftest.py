@@ -45,7 +45,7 @@ def operator_crds(kubectl: Kubectl, nrt_crd: list[str]) -> list[str]:
 def manifest_namespaces(api_client: client.ApiClient) -> list[str]:
     """The namespaces the manifests put objects in, created for real: a server-side dry
     run of a namespaced object needs its namespace to exist."""
-    names = ["numa-exporter", "numa-harness", "kube-node-lease"]
+    names = ["numa-exporter", "numa-harness", "numa-nrt-publisher", "kube-node-lease"]
     for name in names:
         ensure_namespace(api_client, name)
     return names

@@ -32,6 +32,7 @@ def test_every_kustomization_is_found() -> None:
     assert found == {
         "exporter",
         "harness",
+        "nrt-publisher",
         "overlays/kind-exporter",
         "overlays/kind-harness",
     }

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from exporter.kubeclient import KubeClient
+from exporter.kubeerrors import NotFound
 from fakenrt.kubelet.node import NodeState
 from fakenrt.nrt.loaded import node_allocations
 from fakenrt.nrtpub.daemon import MANAGED_BY, Publisher, PublisherOptions
@@ -143,6 +143,31 @@ def test_a_change_undone_before_it_is_visible_writes_nothing(
         publisher.close()
 
 
+def test_resync_repairs_a_deletion_and_leaves_an_unchanged_object_alone(
+    kube: KubeClient, node: tuple[NodeProfile, ServedNode], clock: ManualClock
+) -> None:
+    from fakenrt.controller.writers import nrt_path
+
+    profile, served = node
+    publisher = Publisher(_options(profile, served, resync_interval_s=30.0), kube, clock=clock)
+    try:
+        publisher.step()
+        version = get_nrt(kube, profile.name)["metadata"]["resourceVersion"]
+        clock.advance(30.0)
+        publisher.step()  # resync of an unchanged object: no new version
+        assert get_nrt(kube, profile.name)["metadata"]["resourceVersion"] == version
+        kube.delete(nrt_path(profile.name))
+        clock.advance(10.0)
+        publisher.step()  # not due yet
+        with pytest.raises(NotFound):
+            get_nrt(kube, profile.name)
+        clock.advance(20.0)
+        publisher.step()
+        assert _visible(kube, profile.name) == expected_view(NodeState.from_profile(profile))
+    finally:
+        publisher.close()
+
+
 def test_bad_input_keeps_the_object_and_is_not_ready(
     kube: KubeClient,
     node: tuple[NodeProfile, ServedNode],
@@ -160,6 +185,7 @@ def test_bad_input_keeps_the_object_and_is_not_ready(
             publisher.step()
         ready, reason = publisher.health.readiness()
         assert not ready and "kubelet podresources" in reason
+        assert f"last problem: {served.kubelet_config}: cpuManagerPolicy" in reason
         assert publisher.health.liveness()[0]
         errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
         assert len(errors) == 1  # one line, not one per poll
@@ -214,6 +240,7 @@ def test_the_command_publishes_follows_pods_and_serves_health(
 
         served.kubelet_config.write_text("kind: Pod\n")
         wait_for(lambda: _get(f"http://127.0.0.1:{port}/readyz")[0] == 503, what="not ready")
+        assert "kind: expected KubeletConfiguration" in _get(f"http://127.0.0.1:{port}/readyz")[1]
         assert _get(f"http://127.0.0.1:{port}/healthz")[0] == 200
         assert _visible(kube, profile.name) == loaded
     finally:
@@ -241,8 +268,8 @@ def test_flag_errors_exit_non_zero_with_a_message() -> None:
         assert message in result.output, (args, result.output)
 
 
-def test_the_interface_the_daemonset_uses_is_there() -> None:
-    """The flags manifests/nrt-publisher and the Kind side rely on (extend, never rename)."""
+def test_the_interface_the_kind_side_uses_is_there() -> None:
+    """The flags the Kind deployment relies on (extend, never rename)."""
     from fakenrt.commands.nrt import publish
 
     flags = {opt for p in publish.params for opt in getattr(p, "opts", [])}
@@ -250,8 +277,3 @@ def test_the_interface_the_daemonset_uses_is_there() -> None:
         "--node", "--podresources-socket", "--sysfs-root", "--kubelet-config", "--kubeconfig",
         "--delay", "--jitter", "--seed", "--poll-interval", "--health-bind-address",
     } <= flags  # fmt: skip
-    manifest = yaml.safe_load_all((REPO / "manifests/nrt-publisher/daemonset.yaml").read_text())
-    (daemonset,) = [d for d in manifest if d and d["kind"] == "DaemonSet"]
-    (container,) = daemonset["spec"]["template"]["spec"]["containers"]
-    used = {a.split("=")[0] for a in container["args"] if a.startswith("--")}
-    assert used <= flags
