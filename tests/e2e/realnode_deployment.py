@@ -40,7 +40,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,7 +76,6 @@ CLUSTER = os.environ.get("NUMA_TESTKIT_REALNODE_CLUSTER", "numa-testkit-realnode
 WORKERS = 2
 EXPORTER_OVERLAY = REPO / "manifests" / "overlays" / "kind-exporter"
 PUBLISHER_MANIFESTS = REPO / "manifests" / "nrt-publisher"
-PUBLISHER_NAMESPACE_DEFAULT = "numa-nrt-publisher"
 CONTROL_PLANE_ROLE = "node-role.kubernetes.io/control-plane"
 _POLL_S = 0.5
 
@@ -209,6 +208,43 @@ def _local_image(docs: list[dict[str, Any]], image: str) -> list[dict[str, Any]]
 
 def _duration(seconds: float | None) -> str:
     return f"{seconds or 0:g}s"
+
+
+def nrt_publisher(
+    cluster: KindCluster,
+    *,
+    profiles: Sequence[NodeProfile],
+    controller_name: str,
+    image: str,
+) -> list[dict[str, Any]]:
+    """The NRT publisher DaemonSet (manifests/nrt-publisher) on the nodes of
+    ``controller_name`` with the profiles' lag (every node of a topology has the same
+    ``nrt``, as in every scenario), polling every 0.5 s, ready as soon as it is (readiness
+    probed every second)."""
+    lags = {(p.nrt_delay, p.nrt_jitter) for p in profiles}
+    if len(lags) != 1:
+        raise AssertionError(f"the nodes' nrt lags differ ({lags}); one DaemonSet has one")
+    ((delay, jitter),) = lags
+    docs = _local_image(_rendered(cluster, PUBLISHER_MANIFESTS), image)
+    for doc in docs:
+        spec = _pod_spec(doc)
+        if spec is None:
+            continue
+        spec["nodeSelector"] = {
+            **(spec.get("nodeSelector") or {}),
+            CONTROLLER_LABEL: controller_name,
+        }
+        container = spec["containers"][0]
+        container["args"] = [
+            *(container.get("args") or []),
+            f"--delay={_duration(delay)}",
+            f"--jitter={_duration(jitter)}",
+            "--seed=7",
+            "--poll-interval=0.5s",
+        ]
+        if "readinessProbe" in container:
+            container["readinessProbe"]["periodSeconds"] = 1
+    return _no_cpu_requests(docs)
 
 
 def reference_scheduler(
@@ -347,30 +383,12 @@ class RealKubeletDeployment:
     # --- the components ---------------------------------------------------------------
 
     def _publisher(self) -> list[dict[str, Any]]:
-        """The NRT publisher DaemonSet on the scenario's workers, with the scenario's lag
-        (every node of a topology has the same ``nrt``, as in every scenario)."""
-        lags = {(p.nrt_delay, p.nrt_jitter) for p in self.profiles}
-        if len(lags) != 1:
-            raise AssertionError(f"the nodes' nrt lags differ ({lags}); one DaemonSet has one")
-        ((delay, jitter),) = lags
-        docs = _local_image(_rendered(self.cluster.kind, PUBLISHER_MANIFESTS), self.image)
-        for doc in docs:
-            spec = _pod_spec(doc)
-            if spec is None:
-                continue
-            spec["nodeSelector"] = {
-                **(spec.get("nodeSelector") or {}),
-                CONTROLLER_LABEL: self.controller_name,
-            }
-            container = spec["containers"][0]
-            container["args"] = [
-                *(container.get("args") or []),
-                f"--delay={_duration(delay)}",
-                f"--jitter={_duration(jitter)}",
-                "--seed=7",
-                "--poll-interval=0.5s",
-            ]
-        return _no_cpu_requests(docs)
+        return nrt_publisher(
+            self.cluster.kind,
+            profiles=self.profiles,
+            controller_name=self.controller_name,
+            image=self.image,
+        )
 
     def _reference_scheduler(self) -> list[dict[str, Any]]:
         return reference_scheduler(

@@ -9,14 +9,18 @@ from typing import Any
 
 import pytest
 
+from fakenrt.profiles import parse_profiles
 from tests.e2e.realnode_deployment import (
     CONTROL_PLANE_ROLE,
     EXPORTER_OVERLAY,
     _no_cpu_requests,
     _rendered,
+    nrt_publisher,
     reference_scheduler,
 )
+from tests.e2e.realnode_profiles import for_real_kubelet
 from tests.e2e.schedulers import RECONSTRUCTION, STALE_NRT, SchedulerUnderTest
+from tests.e2e.topologies import two_zone_node
 from tests.kind.cluster import KindCluster
 from tests.manifests.tools import kubectl_path
 
@@ -67,3 +71,38 @@ def test_exporter_daemonset_requests_no_cpu(tmp_path: Path) -> None:
     assert container["image"] == IMAGE
     assert "cpu" not in container["resources"]["requests"]
     assert container["resources"]["requests"]["memory"]
+
+
+def test_nrt_publisher_on_the_scenario_nodes_with_their_lag(tmp_path: Path) -> None:
+    lag = {"delay": "2s", "jitter": "6s"}
+    raw = [
+        for_real_kubelet(two_zone_node(policy="single-numa-node", nrt=lag), name=f"w{i}")
+        for i in range(2)
+    ]
+    profiles = parse_profiles({"nodes": raw}, source="test")
+    docs = nrt_publisher(
+        _cluster(tmp_path), profiles=profiles, controller_name="e2e-ctl", image=IMAGE
+    )
+    (daemonset,) = [d for d in docs if d["kind"] == "DaemonSet"]
+    spec = daemonset["spec"]["template"]["spec"]
+    assert spec["nodeSelector"]["fakenrt.io/controller"] == "e2e-ctl"
+    container = spec["containers"][0]
+    assert container["image"] == IMAGE and container["imagePullPolicy"] == "Never"
+    # The commands take the last value of a repeated option.
+    assert container["args"][-4:] == [
+        "--delay=2s",
+        "--jitter=6s",
+        "--seed=7",
+        "--poll-interval=0.5s",
+    ]
+    assert "cpu" not in container["resources"]["requests"]
+
+
+def test_nrt_publisher_refuses_nodes_of_different_lags(tmp_path: Path) -> None:
+    raw = [
+        for_real_kubelet(two_zone_node(policy="single-numa-node", nrt=nrt), name=f"w{i}")
+        for i, nrt in enumerate(({"delay": "1s"}, None))
+    ]
+    profiles = parse_profiles({"nodes": raw}, source="test")
+    with pytest.raises(AssertionError, match="lags differ"):
+        nrt_publisher(_cluster(tmp_path), profiles=profiles, controller_name="c", image=IMAGE)
