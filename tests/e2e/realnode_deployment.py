@@ -77,6 +77,8 @@ WORKERS = 2
 EXPORTER_OVERLAY = REPO / "manifests" / "overlays" / "kind-exporter"
 PUBLISHER_MANIFESTS = REPO / "manifests" / "nrt-publisher"
 CONTROL_PLANE_ROLE = "node-role.kubernetes.io/control-plane"
+#: The project image's names in the manifests and overlays (replaced by the one loaded).
+PROJECT_IMAGES = (*BASE_IMAGES, "numa-testkit/numa-testkit")
 _POLL_S = 0.5
 
 
@@ -97,7 +99,7 @@ class RealNodeCluster:
         """The production exporter DaemonSet runs on every worker."""
         if self.exporter:
             return
-        docs = _no_cpu_requests(_rendered(self.kind, EXPORTER_OVERLAY))
+        docs = _no_cpu_requests(_local_image(_rendered(self.kind, EXPORTER_OVERLAY), IMAGE))
         self.kind.kubectl_run("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
         self.kind.kubectl_run(
             "-n", "numa-exporter", "rollout", "status", "daemonset/numa-exporter",
@@ -200,7 +202,7 @@ def _local_image(docs: list[dict[str, Any]], image: str) -> list[dict[str, Any]]
         if spec is None:
             continue
         for container in spec.get("containers", []):
-            if container.get("image", "").rpartition(":")[0] in BASE_IMAGES:
+            if container.get("image", "").rpartition(":")[0] in PROJECT_IMAGES:
                 container["image"] = image
             container["imagePullPolicy"] = "Never"
     return docs

@@ -13,6 +13,7 @@ from fakenrt.profiles import parse_profiles
 from tests.e2e.realnode_deployment import (
     CONTROL_PLANE_ROLE,
     EXPORTER_OVERLAY,
+    _local_image,
     _no_cpu_requests,
     _rendered,
     nrt_publisher,
@@ -24,7 +25,7 @@ from tests.e2e.topologies import two_zone_node
 from tests.kind.cluster import KindCluster
 from tests.manifests.tools import kubectl_path
 
-IMAGE = "numa-testkit/numa-testkit:local"
+IMAGE = "numa-testkit/numa-testkit:e2e"
 
 
 def _cluster(tmp_path: Path) -> KindCluster:
@@ -65,10 +66,10 @@ def test_reference_scheduler_alone_on_the_control_plane(
 
 
 def test_exporter_daemonset_requests_no_cpu(tmp_path: Path) -> None:
-    docs = _no_cpu_requests(_rendered(_cluster(tmp_path), EXPORTER_OVERLAY))
+    docs = _no_cpu_requests(_local_image(_rendered(_cluster(tmp_path), EXPORTER_OVERLAY), "x:1"))
     (daemonset,) = [d for d in docs if d["kind"] == "DaemonSet"]
     container = daemonset["spec"]["template"]["spec"]["containers"][0]
-    assert container["image"] == IMAGE
+    assert container["image"] == "x:1" and container["imagePullPolicy"] == "Never"
     assert "cpu" not in container["resources"]["requests"]
     assert container["resources"]["requests"]["memory"]
 

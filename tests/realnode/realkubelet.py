@@ -15,6 +15,7 @@ Docker volume; a unix socket path must be short).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -44,7 +45,8 @@ from fakenrt.realnode.writing import render_node, write_files
 from tests.kind.cluster import KIND_DIR, KindError, _lib_value, _run
 
 T = TypeVar("T")
-IMAGE = "numa-testkit/numa-testkit:local"
+#: The project image kind/image.sh builds (``NUMA_TESTKIT_IMAGE``, as kind/lib.sh reads it).
+IMAGE = os.environ.get("NUMA_TESTKIT_IMAGE", "numa-testkit/numa-testkit:local")
 WAIT_S = 120.0
 
 
