@@ -53,7 +53,6 @@ from exporter.kubeerrors import NotFound, Transient
 from exporter.podresources_client import PodResourcesClient, PodResourcesError
 from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile, parse_profiles
-from fakenrt.realnode.scenarios import PAUSE
 from tests.e2e.allocations import Allocations, listed_allocations
 from tests.e2e.cluster import nrt_converged
 from tests.e2e.deployment import CONTROLLER_LABEL, REPO, Process, Topology, Workload
@@ -89,6 +88,8 @@ class RealNodeCluster:
     nodes: tuple[RealKubeletNode, ...]
     kind: KindCluster
     work_dir: Path
+    #: The pause image the node image carries (the one kubeadm wants).
+    pause: str = ""
     exporter: bool = False
 
     @property
@@ -132,7 +133,17 @@ def bring_up(work_dir: Path) -> RealNodeCluster:
     )
     _cluster_services_on_control_plane(cluster.kind)
     install_crds(cluster.kind)
+    cluster.pause = _pause_image(first)
     return cluster
+
+
+def _pause_image(node: RealKubeletNode) -> str:
+    """The pause image in the node's containerd (nothing can be pulled)."""
+    names = node.node_exec("ctr", "-n", "k8s.io", "images", "ls", "-q").split()
+    pauses = sorted(n for n in names if n.startswith("registry.k8s.io/pause:"))
+    if not pauses:
+        raise KindError(f"no registry.k8s.io/pause image in {node.node}: {names}")
+    return pauses[-1]
 
 
 def _cluster_services_on_control_plane(cluster: KindCluster) -> None:
@@ -482,7 +493,7 @@ class RealKubeletDeployment:
         """A real container: pause, or the project image's ``sleep`` for a pod that
         finishes."""
         if run_duration is None:
-            return Workload(image=PAUSE)
+            return Workload(image=self.cluster.pause)
         return Workload(image=self.image, command=("sleep", run_duration))
 
     # --- scenario f: the kubelets crash and come back ---------------------------------
