@@ -595,9 +595,37 @@ class RealKubeletDeployment:
                 except KindError as exc:
                     log = f"(no log: {exc})"
                 parts.append(f"--- pod {namespace}/{name} ({phase}):\n{log}")
+        parts.append(self._pods_on_workers())
         if self._process is not None:
             parts.append(self._process.tail())
         return "\n".join(parts)
+
+    def _pods_on_workers(self) -> str:
+        """Every pod on the scenario's workers: phase, reason, the annotations compared."""
+        lines = ["--- pods on the workers:"]
+        for worker in self.workers:
+            try:
+                pods, _ = self.kube.list_all(
+                    path("api", "v1", "pods"),
+                    what="list pods",
+                    fieldSelector=f"spec.nodeName={worker.node}",
+                )
+            except (Transient, NotFound) as exc:
+                lines.append(f"(cannot list the pods of {worker.node}: {exc})")
+                continue
+            for pod in pods:
+                status = pod.get("status") or {}
+                notes = {
+                    k.rpartition("/")[2]: v
+                    for k, v in ((pod["metadata"].get("annotations")) or {}).items()
+                    if k.startswith("kai.scheduler/")
+                }
+                lines.append(
+                    f"{worker.node} {pod['metadata']['namespace']}/{pod['metadata']['name']} "
+                    f"{status.get('phase')} {status.get('reason') or ''} "
+                    f"{(status.get('message') or '')[:200]} {notes}"
+                )
+        return "\n".join(lines)
 
 
 def _sigkill_publisher(worker: RealKubeletNode) -> None:
