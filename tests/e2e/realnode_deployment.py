@@ -8,7 +8,8 @@ largest topology has nodes (``tests/realnode/realkubelet.py``) and the NRT CRD; 
 
 * makes sure the production exporter DaemonSet runs (``manifests/overlays/kind-exporter``:
   on these workers its hostPath ``/sys/devices/system/node`` is the profile's generated
-  sysfs; deployed once, left running for the next scenario);
+  sysfs; deployed once), and restarts its pods on the reconfigured workers, as a reboot
+  would (the exporter reads the machine's NUMA topology when it starts);
 
 * translates each profile node for a real kubelet (:mod:`tests.e2e.realnode_profiles`)
   and gives it the next worker - ``node_name`` maps the scenario's names to Kind's;
@@ -75,6 +76,8 @@ CLUSTER = os.environ.get("NUMA_TESTKIT_REALNODE_CLUSTER", "numa-testkit-realnode
 WORKERS = 2
 EXPORTER_OVERLAY = REPO / "manifests" / "overlays" / "kind-exporter"
 PUBLISHER_MANIFESTS = REPO / "manifests" / "nrt-publisher"
+EXPORTER_NAMESPACE = "numa-exporter"
+EXPORTER_SELECTOR = "app.kubernetes.io/name=numa-exporter"
 CONTROL_PLANE_ROLE = "node-role.kubernetes.io/control-plane"
 #: The project image's names in the manifests and overlays (replaced by the one loaded).
 PROJECT_IMAGES = (*BASE_IMAGES, "numa-testkit/numa-testkit")
@@ -365,6 +368,7 @@ class RealKubeletDeployment:
                     zip(self.workers, self.profiles, strict=True),
                 )
             )
+        self._restart_exporters()
         for worker in self.workers:
             kubectl(
                 "label", "node", worker.node, f"{CONTROLLER_LABEL}={self.controller_name}",
@@ -388,6 +392,44 @@ class RealKubeletDeployment:
             )
             env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "NODE_NAME")}
             self._process.start(env)
+
+    def _restart_exporters(self) -> None:
+        """A reconfigured worker is another machine: its exporter pod starts again, as after
+        a reboot (the exporter reads the node's NUMA topology from sysfs when it starts; a
+        real machine's never changes under it)."""
+        old = {p["metadata"]["name"] for w in self.workers for p in self._exporter_pods(w.node)}
+        for name in sorted(old):
+            with contextlib.suppress(NotFound):
+                self.kube.request(
+                    "DELETE",
+                    path("api", "v1", "namespaces", EXPORTER_NAMESPACE, "pods", name),
+                    query={"gracePeriodSeconds": "1"},
+                    what=f"delete exporter pod {name}",
+                )
+
+        def restarted() -> bool:
+            for worker in self.workers:
+                pods = [
+                    p for p in self._exporter_pods(worker.node) if p["metadata"]["name"] not in old
+                ]
+                if not any(_pod_ready(p) for p in pods):
+                    return False
+            return True
+
+        deadline = time.monotonic() + self.ready_timeout_s
+        while not restarted():
+            if time.monotonic() > deadline:
+                raise AssertionError("the exporters did not start again\n" + self.diagnostics())
+            time.sleep(_POLL_S)
+
+    def _exporter_pods(self, node: str) -> list[dict[str, Any]]:
+        items, _ = self.kube.list_all(
+            path("api", "v1", "namespaces", EXPORTER_NAMESPACE, "pods"),
+            what="list exporter pods",
+            labelSelector=EXPORTER_SELECTOR,
+            fieldSelector=f"spec.nodeName={node}",
+        )
+        return items
 
     def _apply(self, docs: list[dict[str, Any]]) -> None:
         self.cluster.kind.kubectl_run("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
@@ -626,6 +668,13 @@ class RealKubeletDeployment:
                     f"{(status.get('message') or '')[:200]} {notes}"
                 )
         return "\n".join(lines)
+
+
+def _pod_ready(pod: Mapping[str, Any]) -> bool:
+    if pod["metadata"].get("deletionTimestamp"):
+        return False
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
 def _sigkill_publisher(worker: RealKubeletNode) -> None:
