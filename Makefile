@@ -75,7 +75,9 @@ pytest: $(VENV)/.installed-dev
 
 # The e2e scenarios a-f on Kind (tests/e2e --kind: the components deployed in-cluster
 # from the manifests), then the tests marked `kind` (scenario g, tests/kind/), in one
-# session on one cluster. The node image is built first, with its progress lines, so
+# session on one cluster. Then, on a cluster of real-kubelet workers, the e2e scenarios
+# a-f on real kubelets (--real-kubelet) and the real-kubelet oracle, in one session
+# sharing that cluster. The node image is built first, with its progress lines, so
 # that pytest's per-test timeout covers only the cluster (kind/up.sh, which also builds
 # and loads the project image) and the tests.
 kind-test: $(VENV)/.installed-dev
@@ -83,10 +85,8 @@ kind-test: $(VENV)/.installed-dev
 	kind/build-node-image.sh >/dev/null
 	@echo "== kind: tests (cluster up with the project image, scenarios a-f in-cluster, scenario g, cluster deleted)"
 	$(BIN)/pytest --kind -m 'kind or controlplane' tests/e2e tests/kind
-	@echo "== kind: the real-kubelet oracle (13 fixed + 50 seeded random scenarios on a real kubelet v1.36.3 with fake NUMA topologies, about 10 min; docs/real-kubelet.md)"
-	$(BIN)/pytest --kind -m kind tests/realnode
-	@echo "== kind: fakenrt nrt publish on a real kubelet (3 oracle scenarios, about 2 min; docs/nrt.md)"
-	$(BIN)/pytest --kind -m kind tests/nrtpub
+	@echo "== kind: real kubelets v1.36.3 on fake NUMA topologies (one cluster): the e2e scenarios a-f (docs/e2e.md), then the oracle - 13 fixed + 50 seeded random scenarios (docs/real-kubelet.md), then fakenrt nrt publish on 3 of them (docs/nrt.md)"
+	$(BIN)/pytest --kind --real-kubelet -m 'kind or controlplane' tests/e2e tests/realnode tests/nrtpub
 
 test: $(VENV)/.installed-dev
 	tests/controlplane/build.sh >/dev/null

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
+import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -18,8 +21,11 @@ from kubernetes import client
 
 from tests.controlplane.cluster import ControlPlane, binaries_dir
 from tests.controlplane.helpers import admin_client, ensure_namespace, install_crds
+from tests.e2e.realnode_deployment import CLUSTER as REALNODE_CLUSTER
+from tests.e2e.realnode_deployment import RealNodeCluster, bring_up, tear_down
 from tests.e2e.schedulers import add_options as add_e2e_options
 from tests.kind.cluster import KindCluster, kind_down, kind_up
+from tests.realnode.realkubelet import delete_cluster
 
 # Properties assert behaviour, never wall time: no per-example deadline anywhere. In CI the
 # examples are derandomized, so a red run is reproducible from its log alone.
@@ -38,6 +44,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="also run the tests marked `kind`, and the e2e scenarios (tests/e2e) on Kind "
         "with the components deployed in-cluster: a real Kind cluster is brought up with "
         "kind/up.sh for the session and deleted at the end (make test runs them)",
+    )
+    parser.addoption(
+        "--real-kubelet",
+        action="store_true",
+        default=False,
+        help="with --kind: run the e2e scenarios (tests/e2e) on real kubelets - a Kind "
+        "cluster of real-kubelet workers reconfigured per scenario to its profile nodes, "
+        "with the exporter and NRT publisher DaemonSets (docs/e2e.md)",
     )
 
 
@@ -66,6 +80,31 @@ def kind(pytestconfig: pytest.Config) -> Iterator[KindCluster]:
     finally:
         with capture.global_and_fixture_disabled():
             kind_down(progress=sys.stderr)
+
+
+@pytest.fixture(scope="session")
+def realnode_cluster(pytestconfig: pytest.Config) -> Iterator[RealNodeCluster]:
+    """The session's Kind cluster of real-kubelet workers (tests/e2e/realnode_deployment.py)
+    for the e2e scenarios on real kubelets and the oracle (tests/realnode): made before
+    the first test that needs it, deleted at the end - also when making it failed."""
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    cluster: RealNodeCluster | None = None
+    with tempfile.TemporaryDirectory(prefix="realnode-e2e-", dir="/tmp") as tmp:
+        try:
+            with capture.global_and_fixture_disabled():
+                print("\n== real-kubelet cluster: bringing it up", file=sys.stderr, flush=True)
+                start = time.monotonic()
+                cluster = bring_up(Path(tmp))
+                print(
+                    f"== real-kubelet cluster up in {time.monotonic() - start:.0f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            yield cluster
+        finally:
+            if cluster is None:  # its bring-up failed half-way: by name
+                delete_cluster(REALNODE_CLUSTER)
+            tear_down(cluster)
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,12 @@ container holds under a mask is reused by a later block under the same mask
 Approximation kept: inside a multi-zone mask the kubelet's allocators choose concrete
 CPUs / devices by topology (``takeByTopologyNUMAPacked``, the device plugin's preferred
 allocation), which NRT cannot show; the walk fills the mask's zones lowest id first
-(reusable amounts first). Single-zone masks are exact.
+(reusable amounts first) - for CPUs after taking, as ``takeByTopologyNUMAPacked`` does
+first, every zone that is wholly free (``available`` equal to ``capacity``: no CPU used
+and none reserved) and fits in what is left, lowest id first
+(``cpumanager/cpu_assignment.go``, ``takeFullFirstLevel``). A zone holding a reserved CPU
+is never whole, so a pod spanning it and a whole zone takes the whole zone first.
+Single-zone masks are exact.
 """
 
 from __future__ import annotations
@@ -88,12 +93,18 @@ class _Walk:
                 reused[z] = take
                 remaining -= take
         fresh: dict[int, int] = {}
+        if resource == "cpu" and len(zones) > 1:
+            for z in zones:
+                whole = self.scratch.topology.zone(z).capacity.get("cpu", 0)
+                if 0 < whole <= remaining and self.scratch.free(z, "cpu") == whole:
+                    fresh[z] = whole
+                    remaining -= whole
         for z in zones:
             if remaining == 0:
                 break
-            take = min(max(self.scratch.free(z, resource), 0), remaining)
+            take = min(max(self.scratch.free(z, resource) - fresh.get(z, 0), 0), remaining)
             if take > 0:
-                fresh[z] = take
+                fresh[z] = fresh.get(z, 0) + take
                 remaining -= take
         if remaining:  # cannot happen for a feasible mask; keep the books balanced anyway
             fresh[zones[0]] = fresh.get(zones[0], 0) + remaining

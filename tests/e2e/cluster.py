@@ -29,12 +29,11 @@ from exporter.annotations import (
 )
 from exporter.kubeclient import KubeClient, path
 from exporter.kubeerrors import NotFound, Transient
-from fakenrt.controller.pods import ALLOCATION_ANNOTATION, RUN_DURATION_ANNOTATION
 from fakenrt.kubelet.allocation import PodAllocation
-from fakenrt.kubelet.allocation_codec import decode_allocation
 from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile
 from fakenrt.profiles.resources import zone_allocatable
+from tests.e2e.allocations import Allocations
 from tests.e2e.deployment import CONTROLLER_LABEL, Deployment
 
 T = TypeVar("T")
@@ -79,8 +78,9 @@ def workload_pod(
     node: str | None = None,
 ) -> dict[str, Any]:
     """A one-container pod for the scheduler under test (or bound to ``node`` directly),
-    restricted to the deployment's fake nodes (node selector and toleration, which a real
-    scheduler honours)."""
+    restricted to the deployment's nodes (node selector and toleration, which a real
+    scheduler honours). With ``run_duration`` it finishes after that long (how: the
+    deployment's :meth:`~tests.e2e.deployment.Deployment.workload`)."""
     amounts: dict[str, str] = {"cpu": cpu, "memory": memory}
     devices = {"nvidia.com/gpu": str(gpus)} if gpus else {}
     resources = (
@@ -88,22 +88,23 @@ def workload_pod(
         if guaranteed
         else {"requests": amounts | devices, "limits": devices}
     )
+    how = deployment.workload(run_duration)
+    container: dict[str, Any] = {"name": "main", "image": how.image, "resources": resources}
+    if how.command:
+        container["command"] = list(how.command)
     spec: dict[str, Any] = {
         "schedulerName": deployment.scheduler.name,
         "nodeSelector": {CONTROLLER_LABEL: deployment.controller_name},
         "tolerations": [{"key": FAKE_NODE_TAINT, "operator": "Exists", "effect": "NoSchedule"}],
         "restartPolicy": "Never",
-        "containers": [
-            {"name": "main", "image": "registry.k8s.io/pause:3.10", "resources": resources}
-        ],
+        "containers": [container],
     }
     if node is not None:
         spec["nodeName"] = node
-    annotations = {RUN_DURATION_ANNOTATION: run_duration} if run_duration else {}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+        "metadata": {"name": name, "namespace": namespace, "annotations": dict(how.annotations)},
         "spec": spec,
     }
 
@@ -200,15 +201,6 @@ def figures(listed: Iterable[Mapping[str, Any]]) -> Figures:
 # ---- observed vs simulated ----------------------------------------------------------
 
 
-def allocation_of(pod: Mapping[str, Any]) -> PodAllocation | None:
-    """The simulated kubelet's allocation recorded on the pod, if any."""
-    raw = annotations_of(pod).get(ALLOCATION_ANNOTATION)
-    if raw is None:
-        return None
-    meta = pod["metadata"]
-    return decode_allocation(raw, namespace=meta["namespace"], name=meta["name"])
-
-
 def expected_observation(profile: NodeProfile, allocation: PodAllocation) -> tuple[str, str]:
     """The observed placement and memory groups the simulator's allocation amounts to, in
     the exporter's annotation format (interfaces.md)."""
@@ -234,21 +226,27 @@ def expected_observation(profile: NodeProfile, allocation: PodAllocation) -> tup
     return placement, memory
 
 
-def holding(listed: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Pods that hold resources on a node: bound, admitted (allocation recorded), not
-    terminal."""
+def holding(
+    listed: Iterable[Mapping[str, Any]], allocations: Allocations
+) -> list[Mapping[str, Any]]:
+    """Pods that hold resources on a node: bound, admitted (their kubelet holds an
+    allocation), not terminal."""
     return [
         p
         for p in listed
-        if node_of(p) and phase(p) in ("Pending", "Running") and allocation_of(p) is not None
+        if node_of(p)
+        and phase(p) in ("Pending", "Running")
+        and p["metadata"]["name"] in allocations
     ]
 
 
 def observation_mismatches(
-    listed: Iterable[Mapping[str, Any]], profiles: Mapping[str, NodeProfile]
+    listed: Iterable[Mapping[str, Any]],
+    profiles: Mapping[str, NodeProfile],
+    allocations: Allocations,
 ) -> list[str]:
     """Every Running pod on the deployment's nodes whose observed annotations differ from
-    the simulator's allocation (empty: all agree). A pod with nothing aligned must carry
+    what its kubelet allocated (empty: all agree). A pod with nothing aligned must carry
     no observed placement and ``[]`` memory groups."""
     problems: list[str] = []
     for pod in listed:
@@ -256,7 +254,7 @@ def observation_mismatches(
         if phase(pod) != "Running" or node is None or node not in profiles:
             continue
         name = pod["metadata"]["name"]
-        allocation = allocation_of(pod)
+        allocation = allocations.get(name)
         if allocation is None:
             problems.append(f"{name}: Running without a recorded allocation")
             continue
@@ -309,13 +307,12 @@ def prediction_mismatches(listed: Iterable[Mapping[str, Any]]) -> list[str]:
     return problems
 
 
-def double_allocations(listed: Iterable[Mapping[str, Any]]) -> list[str]:
+def double_allocations(listed: Iterable[Mapping[str, Any]], allocations: Allocations) -> list[str]:
     """CPUs or devices held by two pods of the same node at once."""
     owner: dict[tuple[str, str, str], str] = {}
     problems: list[str] = []
-    for pod in holding(listed):
-        allocation = allocation_of(pod)
-        assert allocation is not None
+    for pod in holding(listed, allocations):
+        allocation = allocations[pod["metadata"]["name"]]
         node = str(node_of(pod))
         name = pod["metadata"]["name"]
         for container in allocation.containers:
@@ -340,7 +337,7 @@ def nrt_available(kube: KubeClient, node: str) -> dict[str, dict[str, int]]:
 
 
 def expected_available(
-    profile: NodeProfile, listed: Iterable[Mapping[str, Any]]
+    profile: NodeProfile, listed: Iterable[Mapping[str, Any]], allocations: Allocations
 ) -> dict[str, dict[str, int]]:
     """What NRT ``available`` must converge to for CPUs and devices: each zone's
     allocatable minus the profile's foreign use and the allocations of the pods holding
@@ -351,11 +348,10 @@ def expected_available(
     for zone in profile.zones:
         for res, amount in zone.allocated.items():
             used[zone.id][res] += amount
-    for pod in holding(listed):
+    for pod in holding(listed, allocations):
         if node_of(pod) != profile.name:
             continue
-        allocation = allocation_of(pod)
-        assert allocation is not None
+        allocation = allocations[pod["metadata"]["name"]]
         placement, _ = expected_observation(profile, allocation)
         for entry in json.loads(placement):
             zone_id = parse_zone_name(entry["zone"])
@@ -376,14 +372,17 @@ def _memory(resource: str) -> bool:
 
 
 def nrt_converged(
-    kube: KubeClient, profile: NodeProfile, listed: Iterable[Mapping[str, Any]]
+    kube: KubeClient,
+    profile: NodeProfile,
+    listed: Iterable[Mapping[str, Any]],
+    allocations: Allocations,
 ) -> bool:
     """The node's NRT ``available`` for CPUs and devices equals what its pods hold."""
     published = {
         zone: {res: n for res, n in amounts.items() if not _memory(res)}
         for zone, amounts in nrt_available(kube, profile.name).items()
     }
-    return published == expected_available(profile, listed)
+    return published == expected_available(profile, listed, allocations)
 
 
 def not_found_is_none(probe: Callable[[], T]) -> Callable[[], T | None]:

@@ -1,6 +1,8 @@
 """Fixtures of the end-to-end scenarios: the scheduler(s) under test and a deployment
-factory - processes on the suite's control plane, or with ``--kind`` the manifests
-deployed in the session's Kind cluster (tests/e2e/kind_deployment.py)."""
+factory - processes on the suite's control plane, with ``--kind`` the manifests
+deployed in the session's Kind cluster (tests/e2e/kind_deployment.py), or with ``--kind
+--real-kubelet`` real kubelets in a Kind cluster of their own
+(tests/e2e/realnode_deployment.py)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from tests.controlplane.helpers import ensure_namespace
 from tests.e2e.cluster import unique
 from tests.e2e.deployment import Deployment, ProcessDeployment, Topology
 from tests.e2e.kind_deployment import KindDeployment, install_crds
+from tests.e2e.realnode_deployment import RealKubeletDeployment, RealNodeCluster
 from tests.e2e.schedulers import RECONSTRUCTION, REFERENCE_MODES, SchedulerUnderTest, from_options
 from tests.kind.cluster import KindCluster, _lib_value
 
@@ -58,8 +61,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.timeout(KIND_TIMEOUT_S))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--real-kubelet") and not config.getoption("--kind"):
+        raise pytest.UsageError("--real-kubelet needs --kind (the real kubelets run in Kind)")
+
+
 def _on_kind(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--kind"))
+
+
+def _real_kubelets(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--real-kubelet"))
 
 
 @pytest.fixture(scope="session")
@@ -73,7 +85,9 @@ def kind_e2e(kind: KindCluster) -> KindCluster:
 def kube(request: pytest.FixtureRequest) -> KubeClient:
     """An admin client of where the scenarios run: the suite's control plane, or Kind."""
     if _on_kind(request):
-        cluster: KindCluster = request.getfixturevalue("kind_e2e")
+        cluster: KindCluster | RealNodeCluster = request.getfixturevalue(
+            "realnode_cluster" if _real_kubelets(request) else "kind_e2e"
+        )
         return KubeClient(
             from_kubeconfig(cluster.kubeconfig),
             connect_timeout_s=30.0,
@@ -115,7 +129,23 @@ def _exists(kube: KubeClient, url_path: str) -> bool:
 @pytest.fixture
 def backend(request: pytest.FixtureRequest, kube: KubeClient) -> BackendFn:
     """How a deployment is made: every component a local process on the suite's control
-    plane, or with ``--kind`` deployed in the Kind cluster from the manifests."""
+    plane, with ``--kind`` deployed in the Kind cluster from the manifests, with
+    ``--real-kubelet`` too on the real kubelets of a Kind cluster."""
+    if _real_kubelets(request):
+        real: RealNodeCluster = request.getfixturevalue("realnode_cluster")
+
+        def make_real(
+            topology: Topology, scheduler: SchedulerUnderTest, controller_name: str
+        ) -> Deployment:
+            return RealKubeletDeployment(
+                cluster=real,
+                kube=kube,
+                topology=topology,
+                scheduler=scheduler,
+                controller_name=controller_name,
+            )
+
+        return make_real
     if _on_kind(request):
         cluster: KindCluster = request.getfixturevalue("kind_e2e")
         image = _lib_value("PROJECT_IMAGE")

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -31,8 +31,10 @@ import yaml
 from exporter.kubeclient import KubeClient, path
 from exporter.kubeerrors import Transient
 from fakenrt.controller.endpoints import socket_path, sysfs_root
+from fakenrt.controller.pods import RUN_DURATION_ANNOTATION
 from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile, parse_profiles
+from tests.e2e.allocations import Allocations, recorded_allocations
 from tests.e2e.schedulers import FAKENRT, SchedulerUnderTest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,6 +53,26 @@ class Topology:
 
     def profiles(self) -> tuple[NodeProfile, ...]:
         return parse_profiles({"nodes": [dict(n) for n in self.nodes]}, source="e2e topology")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workload:
+    """How a workload pod's one container runs: image, command, and the pod's annotations."""
+
+    image: str
+    command: tuple[str, ...] = ()
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+
+#: The pause image of the simulated kubelets' pods (never pulled: nothing runs them).
+SIMULATED_PAUSE = "registry.k8s.io/pause:3.10"
+
+
+def simulated_workload(run_duration: str | None) -> Workload:
+    """A simulated kubelet runs nothing: a pod finishes when its run-duration annotation
+    says (docs/controller.md)."""
+    annotations = {RUN_DURATION_ANNOTATION: run_duration} if run_duration else {}
+    return Workload(image=SIMULATED_PAUSE, annotations=annotations)
 
 
 class Deployment(Protocol):
@@ -76,6 +98,18 @@ class Deployment(Protocol):
 
     def diagnostics(self) -> str:
         """Recent logs of every component, for a failing assertion's message."""
+
+    def node_name(self, profile_name: str) -> str:
+        """The Node that runs the topology's node ``profile_name`` (the profile's own name
+        on fake nodes; the Kind worker's on real kubelets)."""
+
+    def allocations(self, listed: Iterable[Mapping[str, Any]]) -> Allocations:
+        """What the kubelets hold for the pods of ``listed`` (the simulator's record on
+        each pod, or a real kubelet's podresources ``List``)."""
+
+    def workload(self, run_duration: str | None) -> Workload:
+        """How a workload pod runs: forever (None), or ``run_duration`` (e.g. ``4s``) and
+        then exits."""
 
 
 def _free_port() -> int:
@@ -290,6 +324,15 @@ class ProcessDeployment:
     def diagnostics(self) -> str:
         procs: Sequence[Process | None] = [self._controller, *self._others]
         return "\n".join(p.tail() for p in procs if p is not None)
+
+    def node_name(self, profile_name: str) -> str:
+        return profile_name
+
+    def allocations(self, listed: Iterable[Mapping[str, Any]]) -> Allocations:
+        return recorded_allocations(listed)
+
+    def workload(self, run_duration: str | None) -> Workload:
+        return simulated_workload(run_duration)
 
 
 def _fakenrt() -> list[str]:

@@ -25,7 +25,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,15 @@ from exporter.kubeerrors import NotFound, Transient
 from fakenrt.controller.registration import remove_nodes
 from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile, load_profiles
-from tests.e2e.deployment import CONTROLLER_LABEL, REPO, Process, Topology
+from tests.e2e.allocations import Allocations, recorded_allocations
+from tests.e2e.deployment import (
+    CONTROLLER_LABEL,
+    REPO,
+    Process,
+    Topology,
+    Workload,
+    simulated_workload,
+)
 from tests.e2e.schedulers import FAKENRT, SchedulerUnderTest
 from tests.kind.cluster import KindCluster, KindError
 
@@ -412,6 +420,15 @@ class KindDeployment:
         if self._process is not None:
             parts.append(self._process.tail())
         return "\n".join(parts)
+
+    def node_name(self, profile_name: str) -> str:
+        return profile_name
+
+    def allocations(self, listed: Iterable[Mapping[str, Any]]) -> Allocations:
+        return recorded_allocations(listed)
+
+    def workload(self, run_duration: str | None) -> Workload:
+        return simulated_workload(run_duration)
 
 
 def _harness(kind: str) -> str:

@@ -48,7 +48,10 @@ def _settled(kube: KubeClient, deployment: Deployment, namespace: str, running: 
         )
         return (
             listed
-            if ok and not observation_mismatches(listed.values(), _by_name(deployment))
+            if ok
+            and not observation_mismatches(
+                listed.values(), _by_name(deployment), deployment.allocations(listed.values())
+            )
             else None
         )
 
@@ -84,8 +87,8 @@ def test_a_gpu_and_cpu_pods_run_only_where_alignable(
     running = {"three-gpus": (1, 3), "two-gpus": (3, 2), "one-gpu": (1, 1)}
     _settled(kube, d, namespace, set(running))
     listed = pods(kube, namespace)
-    assert node_of(listed["three-gpus"]) == lopsided["name"]
-    assert node_of(listed["two-gpus"]) == split["name"]  # lopsided has 1 GPU left
+    assert node_of(listed["three-gpus"]) == d.node_name(lopsided["name"])
+    assert node_of(listed["two-gpus"]) == d.node_name(split["name"])  # lopsided has 1 GPU left
     for name, (cpu, gpus) in running.items():
         zones = _observed_zones(listed[name])
         assert len(zones) == 1, (name, zones)
@@ -139,7 +142,9 @@ def test_c_full_node_gpu_pods_span_both_zones_on_restricted_nodes(
         )
     _settled(kube, d, namespace, {"full-0", "full-1"})
     listed = pods(kube, namespace)
-    assert {node_of(listed["full-0"]), node_of(listed["full-1"])} == {n["name"] for n in nodes}
+    assert {node_of(listed["full-0"]), node_of(listed["full-1"])} == {
+        d.node_name(n["name"]) for n in nodes
+    }
     for name in ("full-0", "full-1"):
         zones = _observed_zones(listed[name])
         assert sorted(zones) == ["node-0", "node-1"], (name, zones)

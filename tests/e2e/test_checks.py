@@ -15,6 +15,7 @@ from exporter.annotations import (
 )
 from fakenrt.controller.pods import ALLOCATION_ANNOTATION
 from fakenrt.profiles import NodeProfile, parse_profiles
+from tests.e2e.allocations import recorded_allocations
 from tests.e2e.cluster import (
     double_allocations,
     expected_available,
@@ -98,13 +99,16 @@ def test_observation_matching_the_allocation_passes_and_any_difference_is_flagge
         memory_numa="1",
         extra={OBSERVED_PLACEMENT: right, OBSERVED_MEMORY_GROUPS: groups.replace(" ", "")},
     )
-    assert observation_mismatches([good], {"n1": profile}) == []
+    assert observation_mismatches([good], {"n1": profile}, recorded_allocations([good])) == []
     wrong_zone = json.loads(json.dumps(good))
     wrong_zone["metadata"]["annotations"][OBSERVED_PLACEMENT] = right.replace("node-1", "node-0")
-    assert observation_mismatches([wrong_zone], {"n1": profile}) != []
+    assert observation_mismatches([wrong_zone], {"n1": profile}, recorded_allocations([good])) != []
     missing = json.loads(json.dumps(good))
     del missing["metadata"]["annotations"][OBSERVED_MEMORY_GROUPS]
-    assert observation_mismatches([missing], {"n1": profile}) != []
+    assert observation_mismatches([missing], {"n1": profile}, recorded_allocations([good])) != []
+    assert observation_mismatches([good], {"n1": profile}, {}) == [
+        "p: Running without a recorded allocation"
+    ]
 
 
 def test_double_allocation_is_flagged_only_among_pods_holding_resources() -> None:
@@ -114,8 +118,9 @@ def test_double_allocation_is_flagged_only_among_pods_holding_resources() -> Non
     b = _pod("b", cpus="1", phase="Running")
     c = _pod("c", cpus="2", gpus=(gpu,))
     finished = _pod("d", cpus="0-1", gpus=(gpu,), phase="Succeeded")
-    assert len(double_allocations([a, b, c])) == 2  # CPU 1 and the GPU
-    assert double_allocations([a, finished]) == []
+    listed = [a, b, c, finished]
+    assert len(double_allocations([a, b, c], recorded_allocations(listed))) == 2  # CPU 1, GPU
+    assert double_allocations([a, finished], recorded_allocations(listed)) == []
 
 
 def test_prediction_differing_from_observation_is_flagged() -> None:
@@ -186,7 +191,7 @@ def test_expected_available_subtracts_holding_pods_only() -> None:
         _pod("a", cpus="0-1", gpus=(_gpu(profile, 0, 0),)),
         _pod("done", cpus="4-7", phase="Succeeded"),
     ]
-    assert expected_available(profile, pods) == {
+    assert expected_available(profile, pods, recorded_allocations(pods)) == {
         "node-0": {"cpu": 2, "nvidia.com/gpu": 1},
         "node-1": {"cpu": 4, "nvidia.com/gpu": 2},
     }

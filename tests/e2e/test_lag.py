@@ -60,16 +60,19 @@ def test_d_nrt_lag_on_unevenly_used_nodes(
     for name, node in zip(anchors, nodes, strict=True):
         create(
             kube,
-            workload_pod(name, namespace=namespace, deployment=d, cpu="3", node=node["name"]),
+            workload_pod(
+                name, namespace=namespace, deployment=d, cpu="3", node=d.node_name(node["name"])
+            ),
         )
 
     # The same start for every scheduler: the anchors observed and in the NRT.
     def anchored() -> bool:
         listed = pods(kube, namespace)
+        held = d.allocations(listed.values())
         return all(
             phase(listed[a]) == "Running" and OBSERVED_PLACEMENT in annotations_of(listed[a])
             for a in anchors
-        ) and all(nrt_converged(kube, p, listed.values()) for p in d.profiles)
+        ) and all(nrt_converged(kube, p, listed.values(), held) for p in d.profiles)
 
     wait_for(anchored, deployment=d, timeout=60, what="anchors observed and published")
 
@@ -100,8 +103,9 @@ def test_d_nrt_lag_on_unevenly_used_nodes(
         print(f"\n[e2e d] {result.line(scheduler.id)} (Pending at most {peak_pending} meanwhile)")
     assert result.submitted == len(ARRIVALS)
     assert result.bound == result.submitted and result.pending == 0
-    assert observation_mismatches(listed.values(), {p.name: p for p in d.profiles}) == []
-    assert [p["metadata"]["name"] for p in holding(listed.values())] == anchors
+    held = d.allocations(listed.values())
+    assert observation_mismatches(listed.values(), {p.name: p for p in d.profiles}, held) == []
+    assert [p["metadata"]["name"] for p in holding(listed.values(), held)] == anchors
     if scheduler.trusts_stale_nrt:
         assert result.topology_affinity_errors > 0, "the harness did not catch the stale NRT"
     else:

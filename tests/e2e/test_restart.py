@@ -67,8 +67,9 @@ def test_f_controller_killed_and_restarted_mid_burst(
 
     def converged() -> dict[str, dict[str, Any]] | None:
         listed = pods(kube, namespace)
+        held = d.allocations(listed.values())
         # checked at every poll, not only once things settle
-        seen_double.extend(double_allocations(listed.values()))
+        seen_double.extend(double_allocations(listed.values(), held))
         if set(listed) != everyone:
             return None
         # every pod has reached its end or is running (a pod nothing could place stays
@@ -80,9 +81,9 @@ def test_f_controller_killed_and_restarted_mid_burst(
             for p in listed.values()
         ):
             return None
-        if observation_mismatches(listed.values(), profiles):
+        if observation_mismatches(listed.values(), profiles, held):
             return None
-        if not all(nrt_converged(kube, p, listed.values()) for p in d.profiles):
+        if not all(nrt_converged(kube, p, listed.values(), held) for p in d.profiles):
             return None
         return listed
 
@@ -90,6 +91,7 @@ def test_f_controller_killed_and_restarted_mid_burst(
     assert seen_double == []
     running = [p for p in listed.values() if phase(p) == "Running"]
     assert running, "nothing survived the restart"
-    assert {p["metadata"]["name"] for p in holding(listed.values())} == {
+    held = d.allocations(listed.values())
+    assert {p["metadata"]["name"] for p in holding(listed.values(), held)} == {
         p["metadata"]["name"] for p in running
     }

@@ -1,5 +1,7 @@
-"""The publisher on a REAL kubelet (marked ``kind``: runs with ``pytest --kind``): a
-real-kubelet Kind worker (``fakenrt realnode``) is configured with oracle scenarios and
+"""The publisher on a REAL kubelet (marked ``kind``: runs with ``pytest --kind``): the first
+real-kubelet worker of the session's cluster (``realnode_cluster``, tests/conftest.py,
+shared with the e2e scenarios on real kubelets and the oracle) is configured with oracle
+scenarios and
 runs their pods; the publisher then reads the real kubelet - its podresources socket, the
 machine files the worker's kubelet reads, and the KubeletConfiguration file the kubelet
 runs with (kubeadm's, with the scenario's fields merged in) - and its object must equal
@@ -25,11 +27,11 @@ from fakenrt.nrtpub.compute import Observation, compute_nrt, holds_exclusive
 from fakenrt.nrtpub.inputs import observe
 from fakenrt.realnode.scenarios import Scenario, fixed_scenarios, scenario_inputs
 from tests.nrtpub.realnode_files import served_node
-from tests.realnode.realkubelet import RealKubeletNode, create, delete
+from tests.e2e.realnode_deployment import RealNodeCluster
+from tests.realnode.realkubelet import RealKubeletNode
 
 pytestmark = [pytest.mark.kind, pytest.mark.timeout(3600)]
 
-CLUSTER = "nrtpub-real"
 #: Devices and the Static Memory Manager; hugepages; four NUMA nodes with memory None.
 SCENARIOS = ("best-effort", "hugepages-static-memory", "closest-numa-4-nodes")
 
@@ -40,7 +42,7 @@ def _compare(real: RealKubeletNode, scenario: Scenario, work: Path) -> list[str]
     real.run_pods(scenario.pods)
     config = work / f"{scenario.name}-kubelet-config.yaml"
     config.write_text(real.node_exec("cat", "/var/lib/kubelet/config.yaml"))
-    sysfs = work / "nodes" / real.node / "sys"
+    sysfs = real.work_dir / "nodes" / real.node / "sys"
     client = PodResourcesClient(real.socket)
     try:
         seen = observe(client=client, sysfs_root=sysfs, kubelet_config=config)
@@ -83,21 +85,15 @@ def _zones(obj: dict[str, Any]) -> Any:
     return [obj["zones"], obj["attributes"]]
 
 
-def test_the_publisher_on_a_real_kubelet_agrees_with_the_simulated_node() -> None:
+def test_the_publisher_on_a_real_kubelet_agrees_with_the_simulated_node(
+    realnode_cluster: RealNodeCluster,
+) -> None:
     scenarios = [s for s in fixed_scenarios() if s.name in SCENARIOS]
     assert [s.name for s in scenarios] == list(SCENARIOS)
+    realnode_cluster.remove_exporter()  # only the scenario's pods and Kind's on the worker
+    real = realnode_cluster.nodes[0]
     failures: list[str] = []
     with tempfile.TemporaryDirectory(prefix="nrtpub-kind-", dir="/tmp") as tmp:
-        first, _ = scenario_inputs(scenarios[0])
-        real = create(
-            cluster=CLUSTER,
-            work_dir=Path(tmp),
-            profile=first,
-            profile_text=scenarios[0].profile_text,
-        )
-        try:
-            for scenario in scenarios:
-                failures += _compare(real, scenario, Path(tmp))
-        finally:
-            delete(real)
+        for scenario in scenarios:
+            failures += _compare(real, scenario, Path(tmp))
     assert not failures, "\n".join(failures)

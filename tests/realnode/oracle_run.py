@@ -71,22 +71,30 @@ def run_scenario(real: RealKubeletNode, scenario: Scenario, report: Report, out:
         )
 
 
+def run_on(
+    real: RealKubeletNode, scenarios: Sequence[Scenario], *, out: IO[str] = sys.stdout
+) -> Report:
+    """The scenarios on ``real``, a worker of a running cluster."""
+    report = Report()
+    start = time.monotonic()
+    for scenario in scenarios:
+        run_scenario(real, scenario, report, out)
+    report.seconds = time.monotonic() - start
+    return report
+
+
 def run(scenarios: Sequence[Scenario], *, out: IO[str] = sys.stdout) -> Report:
+    """The scenarios on a cluster of their own (:data:`CLUSTER`), deleted afterwards."""
     report = Report()
     start = time.monotonic()
     first, _ = scenario_inputs(scenarios[0])
     with tempfile.TemporaryDirectory(prefix="oracle-", dir="/tmp") as tmp:
-        real = create(
-            cluster=CLUSTER,
-            work_dir=Path(tmp),
-            profile=first,
-            profile_text=scenarios[0].profile_text,
-        )
+        nodes = create(cluster=CLUSTER, work_dir=Path(tmp), profiles=[first])
         try:
             for scenario in scenarios:
-                run_scenario(real, scenario, report, out)
+                run_scenario(nodes[0], scenario, report, out)
         finally:
-            delete(real)
+            delete(nodes)
     report.seconds = time.monotonic() - start
     return report
 

@@ -1,7 +1,7 @@
 """A real kubelet on profile nodes, in Kind: the oracle's kubelet side (I/O).
 
-One Kind cluster with one real-kubelet worker (``fakenrt realnode render``). Each
-scenario reconfigures that worker instead of making a new cluster: its pods are deleted,
+One Kind cluster with one or more real-kubelet workers (``fakenrt realnode render``).
+Each scenario reconfigures a worker instead of making a new cluster: its pods are deleted,
 the machine files are rewritten in place (the bind mounts show the new content), the
 scenario's KubeletConfiguration is merged onto the one ``kubeadm join`` wrote, the CPU
 and Memory Manager checkpoints are removed (a policy change needs it) and the kubelet
@@ -15,6 +15,7 @@ Docker volume; a unix socket path must be short).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -44,7 +45,8 @@ from fakenrt.realnode.writing import render_node, write_files
 from tests.kind.cluster import KIND_DIR, KindError, _lib_value, _run
 
 T = TypeVar("T")
-IMAGE = "numa-testkit/numa-testkit:local"
+#: The project image kind/image.sh builds (``NUMA_TESTKIT_IMAGE``, as kind/lib.sh reads it).
+IMAGE = os.environ.get("NUMA_TESTKIT_IMAGE", "numa-testkit/numa-testkit:local")
 WAIT_S = 120.0
 
 
@@ -94,7 +96,8 @@ class RealKubeletNode:
         self.delete_pods()
         self.kubectl_run(
             "-n", PLUGIN_NAMESPACE, "delete", "pod", "-l",
-            "app.kubernetes.io/name=fakenrt-device-plugin", "--grace-period=0", "--force",
+            "app.kubernetes.io/name=fakenrt-device-plugin",
+            "--field-selector", f"spec.nodeName={self.node}", "--grace-period=0", "--force",
             "--ignore-not-found", "--wait=true",
         )  # fmt: skip
         files_root = self.work_dir / "nodes" / self.node
@@ -176,9 +179,10 @@ class RealKubeletNode:
             client.close()
 
     def delete_pods(self) -> None:
+        """The oracle's pods on this worker (namespace ``default``)."""
         self.kubectl_run(
-            "-n", "default", "delete", "pods", "--all", "--grace-period=0", "--force",
-            "--wait=true",
+            "-n", "default", "delete", "pods", "--field-selector", f"spec.nodeName={self.node}",
+            "--grace-period=0", "--force", "--wait=true",
         )  # fmt: skip
 
     # -- running a scenario ------------------------------------------------------------
@@ -215,9 +219,10 @@ def _healthy(profile: NodeProfile, resource: str) -> list[str]:
 
 
 def create(
-    *, cluster: str, work_dir: Path, profile: NodeProfile, profile_text: str
-) -> RealKubeletNode:
-    """A Kind cluster with one real-kubelet worker rendered from ``profile``."""
+    *, cluster: str, work_dir: Path, profiles: Sequence[NodeProfile]
+) -> tuple[RealKubeletNode, ...]:
+    """A Kind cluster with one real-kubelet worker per profile node, rendered from them (in
+    order: Kind's ``<cluster>-worker``, ``-worker2``, ...)."""
     node_image = _run([str(KIND_DIR / "build-node-image.sh")], None, 7200).strip().splitlines()[-1]
     kind = Path(
         _run(["bash", "-c", f'source "{KIND_DIR}/lib.sh" && kind_binary'], None, 600).strip()
@@ -225,39 +230,51 @@ def create(
     kubectl = Path(_lib_value("K8S_BIN_DIR")) / "kubectl"
     _run([str(KIND_DIR / "image.sh")], None, 1800)
     nodes_dir = work_dir / "nodes"
-    node = worker_name(cluster, 0)
-    # The worker's files live under its Kind node name; later scenarios rewrite them.
-    render_node(profile, nodes_dir / node)
+    names = [worker_name(cluster, i) for i in range(len(profiles))]
+    # A worker's files live under its Kind node name; later scenarios rewrite them.
+    for profile, node in zip(profiles, names, strict=True):
+        render_node(profile, nodes_dir / node)
     config_path = nodes_dir / "kind-cluster.yaml"
-    config = kind_cluster(cluster=cluster, nodes=[(profile, nodes_dir / node)])
+    config = kind_cluster(
+        cluster=cluster,
+        nodes=[(p, nodes_dir / n) for p, n in zip(profiles, names, strict=True)],
+    )
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     kubeconfig = work_dir / "kubeconfig"
     _run([str(kind), "delete", "cluster", "--name", cluster], None, 300)
     _run(
         [str(kind), "create", "cluster", "--name", cluster, "--image", node_image,
          "--config", str(config_path), "--kubeconfig", str(kubeconfig), "--wait", "0s"],
-        None, 600,
+        None, 900,
     )  # fmt: skip
     _run([str(kind), "load", "docker-image", "--name", cluster, IMAGE], None, 600)
-    volume = json.loads(_run(["docker", "inspect", node], None, 60))[0]["Mounts"]
-    var = next(m["Source"] for m in volume if m["Destination"] == "/var")
-    socket = Path(f"/tmp/{cluster}-podresources.sock")
-    socket.unlink(missing_ok=True)
-    socket.symlink_to(f"{var}/lib/kubelet/pod-resources/kubelet.sock")
-    real = RealKubeletNode(
-        cluster=cluster,
-        kubeconfig=kubeconfig,
-        kubectl=kubectl,
-        kind=kind,
-        work_dir=work_dir,
-        node=node,
-        base_config={},
-        socket=socket,
-    )
-    wait_for("the worker registered", lambda: True if _exists(real) else None, 300)
-    wait_for("default ServiceAccount", lambda: True if _has_sa(real) else None, 300)
-    real.base_config = yaml.safe_load(real.node_exec("cat", "/var/lib/kubelet/config.yaml"))
-    return real
+    nodes = []
+    for index, node in enumerate(names):
+        volume = json.loads(_run(["docker", "inspect", node], None, 60))[0]["Mounts"]
+        var = next(m["Source"] for m in volume if m["Destination"] == "/var")
+        socket = Path(f"/tmp/{cluster}-{index}-podresources.sock")
+        socket.unlink(missing_ok=True)
+        socket.symlink_to(f"{var}/lib/kubelet/pod-resources/kubelet.sock")
+        real = RealKubeletNode(
+            cluster=cluster,
+            kubeconfig=kubeconfig,
+            kubectl=kubectl,
+            kind=kind,
+            work_dir=work_dir,
+            node=node,
+            base_config={},
+            socket=socket,
+        )
+        wait_for(f"the worker {node} registered", _registered(real), 300)
+        nodes.append(real)
+    wait_for("default ServiceAccount", lambda: True if _has_sa(nodes[0]) else None, 300)
+    for real in nodes:
+        real.base_config = yaml.safe_load(real.node_exec("cat", "/var/lib/kubelet/config.yaml"))
+    return tuple(nodes)
+
+
+def _registered(real: RealKubeletNode) -> Callable[[], bool | None]:
+    return lambda: True if _exists(real) else None
 
 
 def _exists(real: RealKubeletNode) -> bool:
@@ -276,11 +293,22 @@ def _has_sa(real: RealKubeletNode) -> bool:
     return True
 
 
-def delete(real: RealKubeletNode) -> None:
-    real.socket.unlink(missing_ok=True)
+def delete(nodes: Sequence[RealKubeletNode]) -> None:
+    """Delete the cluster of ``nodes`` (and their socket symlinks)."""
+    for real in nodes:
+        real.socket.unlink(missing_ok=True)
     subprocess.run(
-        [str(real.kind), "delete", "cluster", "--name", real.cluster],
+        [str(nodes[0].kind), "delete", "cluster", "--name", nodes[0].cluster],
         capture_output=True,
         timeout=300,
         check=False,
     )
+
+
+def delete_cluster(cluster: str) -> None:
+    """Delete Kind cluster ``cluster`` by name (one whose creation failed half-way)."""
+    kind = _run(["bash", "-c", f'source "{KIND_DIR}/lib.sh" && kind_binary'], None, 600).strip()
+    subprocess.run(
+        [kind, "delete", "cluster", "--name", cluster], capture_output=True, timeout=300,
+        check=False,
+    )  # fmt: skip

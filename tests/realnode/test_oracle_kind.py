@@ -1,6 +1,11 @@
 """The oracle on a real kubelet (marked ``kind``: runs with ``pytest --kind``): the fixed
 scenarios and 50 seeded random ones on a real-kubelet Kind worker, each compared pod by
-pod with the simulator. A disagreement fails with its reproducer."""
+pod with the simulator. A disagreement fails with its reproducer.
+
+The worker is the first of the session's real-kubelet cluster (``realnode_cluster``,
+tests/conftest.py), which the e2e scenarios on real kubelets share when they run in the
+same session (``make kind-test``); their exporter DaemonSet is removed first, so the
+worker runs only the oracle's pods and Kind's."""
 
 from __future__ import annotations
 
@@ -9,7 +14,8 @@ import io
 import pytest
 
 from fakenrt.realnode.scenarios import fixed_scenarios, random_scenarios
-from tests.realnode.oracle_run import run
+from tests.e2e.realnode_deployment import RealNodeCluster
+from tests.realnode.oracle_run import run_on
 
 pytestmark = [pytest.mark.kind, pytest.mark.timeout(3600)]
 
@@ -17,8 +23,10 @@ RANDOM = 50
 SEED = 1
 
 
-def test_real_kubelet_agrees_with_the_simulator() -> None:
+def test_real_kubelet_agrees_with_the_simulator(realnode_cluster: RealNodeCluster) -> None:
+    realnode_cluster.remove_exporter()
     out = io.StringIO()
-    report = run(fixed_scenarios() + random_scenarios(RANDOM, SEED), out=out)
+    scenarios = fixed_scenarios() + random_scenarios(RANDOM, SEED)
+    report = run_on(realnode_cluster.nodes[0], scenarios, out=out)
     assert report.scenarios == len(fixed_scenarios()) + RANDOM
     assert not report.reproducers, out.getvalue() + "\n\n".join(report.reproducers)

@@ -166,6 +166,24 @@ def test_chosen_mask_is_narrowest_lowest_and_split_fills_lowest_zone_first() -> 
     assert result.placement.amounts == {0: {"cpu": 8, GPU: 4}, 1: {"cpu": 2, GPU: 2}}
 
 
+def test_split_takes_wholly_free_zones_first_as_the_cpu_manager_does() -> None:
+    """Zone 0 holds a reserved CPU (capacity 9, allocatable 8): never a whole NUMA node for
+    takeByTopologyNUMAPacked, which takes zone 1 whole and the rest from zone 0."""
+    reserved = {"capacity": {"cpu": 9, GPU: 4}, "allocatable": {"cpu": 8, GPU: 4}}
+    whole = {"capacity": {"cpu": 8, GPU: 4}}
+    result = run([reserved, whole], one({"gpu": 8, "cpu": 12, "memory": "1Gi"}))
+    assert result.fit
+    assert result.placement.amounts == {0: {"cpu": 4, GPU: 4}, 1: {"cpu": 8, GPU: 4}}
+    # Used CPUs make a zone partial too; a whole zone larger than what is left is not taken.
+    used = {"capacity": {"cpu": 8}, "available": {"cpu": 7}}
+    free = {"capacity": {"cpu": 8}}
+    assert run([used, free], one({"cpu": 10, "memory": "1Gi"})).placement.amounts == {
+        0: {"cpu": 2},
+        1: {"cpu": 8},
+    }
+    assert run([free, free], one({"cpu": 6, "memory": "1Gi"})).placement.amounts == {0: {"cpu": 6}}
+
+
 def test_container_scope_walks_containers_and_shares_headroom() -> None:
     zones = [{"capacity": {"cpu": 4}}] * 2
     pod = pod_from_manifest(
