@@ -18,7 +18,9 @@ from fakenrt.podspec import PodSpec, pod_from_manifest
 from fakenrt.profiles import NodeProfile, parse_profiles
 
 NAMESPACE = "default"
-PAUSE = "registry.k8s.io/pause:3.10.1"
+#: The pause image kubeadm v1.36.3 names (`kubeadm config images list`), which
+#: kind/build-node-image.sh builds into the node image: the oracle's pods really run.
+PAUSE = "registry.k8s.io/pause:3.10.2"
 GPU = "example.com/gpu"
 
 

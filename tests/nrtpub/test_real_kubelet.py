@@ -26,8 +26,8 @@ from fakenrt.nrt.loaded import node_allocations
 from fakenrt.nrtpub.compute import Observation, compute_nrt, holds_exclusive
 from fakenrt.nrtpub.inputs import observe
 from fakenrt.realnode.scenarios import Scenario, fixed_scenarios, scenario_inputs
-from tests.nrtpub.realnode_files import served_node
 from tests.e2e.realnode_deployment import RealNodeCluster
+from tests.nrtpub.realnode_files import served_node
 from tests.realnode.realkubelet import RealKubeletNode
 
 pytestmark = [pytest.mark.kind, pytest.mark.timeout(3600)]

@@ -13,7 +13,7 @@ import io
 
 import pytest
 
-from fakenrt.realnode.scenarios import fixed_scenarios, random_scenarios
+from fakenrt.realnode.scenarios import PAUSE, fixed_scenarios, random_scenarios
 from tests.e2e.realnode_deployment import RealNodeCluster
 from tests.realnode.oracle_run import run_on
 
@@ -24,6 +24,8 @@ SEED = 1
 
 
 def test_real_kubelet_agrees_with_the_simulator(realnode_cluster: RealNodeCluster) -> None:
+    # the scenarios' pods run the pause image the node carries (nothing can be pulled)
+    assert realnode_cluster.pause == PAUSE
     realnode_cluster.remove_exporter()
     out = io.StringIO()
     scenarios = fixed_scenarios() + random_scenarios(RANDOM, SEED)
