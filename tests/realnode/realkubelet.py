@@ -133,7 +133,15 @@ class RealKubeletNode:
                 if doc["kind"] == "Pod":
                     # The worker keeps the label of the profile it was created with.
                     doc["spec"]["nodeSelector"] = {"kubernetes.io/hostname": self.node}
-            self.kubectl_run("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+            manifests = yaml.safe_dump_all(docs)
+            try:
+                self.kubectl_run("apply", "-f", "-", stdin=manifests)
+            except KindError as exc:
+                # Workers configured in parallel apply the same profiles ConfigMap: one
+                # creates it while the other's create fails; applied again, it updates.
+                if "AlreadyExists" not in str(exc):
+                    raise
+                self.kubectl_run("apply", "-f", "-", stdin=manifests)
             wanted = {name: str(len(_healthy(profile, name))) for name in resources(profile)}
             wait_for(f"devices {wanted} on {self.node}", lambda: self._has_devices(wanted))
 
