@@ -12,12 +12,9 @@ import collections
 import socket
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
+from exporter import httpserver
 from exporter.promtext import CONTENT_TYPE, Registry
-
-if TYPE_CHECKING:
-    import socketserver
 
 
 class Health:
@@ -103,72 +100,44 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _serve(sock: socket.socket, registry: Registry, health: Health) -> socketserver.BaseServer:
-    """The HTTP server on an already listening socket (``http.server`` is imported here,
-    once the first pass is done: it is not needed before)."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            path = self.path.split("?", 1)[0]
-            if path == "/metrics":
-                self._send(200, registry.expose(), CONTENT_TYPE)
-            elif path in ("/healthz", "/livez"):
-                ok, reason = health.liveness()
-                self._send(200 if ok else 503, f"{reason}\n".encode(), "text/plain")
-            elif path == "/readyz":
-                ok, reason = health.readiness()
-                self._send(200 if ok else 503, f"{reason}\n".encode(), "text/plain")
-            else:
-                self._send(404, b"not found\n", "text/plain")
-
-        def _send(self, status: int, body: bytes, content_type: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return  # probes every few seconds would flood the log
-
-    class Server(ThreadingHTTPServer):
-        daemon_threads = True
-        address_family = sock.family
-
-    server = Server(sock.getsockname()[:2], Handler, bind_and_activate=False)
-    server.socket.close()
-    server.socket = sock
-    server.server_address = sock.getsockname()
-    server.server_name, server.server_port = (
-        str(server.server_address[0]),
-        int(server.server_address[1]),
-    )
-    return server
-
-
 class HttpServer:
-    """Serves /metrics, /healthz and /readyz on one address, in a daemon thread. The
-    address is bound at construction (a bad one fails at start-up); ``start()`` serves."""
+    """Serves /metrics, /healthz (and /livez) and /readyz on one address, in daemon
+    threads (``exporter.httpserver``). The address is bound at construction (a bad one
+    fails at start-up); ``start()`` serves."""
 
     def __init__(self, address: str, registry: Registry, health: Health) -> None:
         host, port = _split_bind_address(address)  # ":port": every interface, v4 and v6
         self._socket = _listen(host, port)
         self._registry = registry
         self._health = health
-        self._server: socketserver.BaseServer | None = None
+        self._server: httpserver.HttpServer | None = None
 
     @property
     def port(self) -> int:
         return int(self._socket.getsockname()[1])
 
+    def _metrics(self) -> httpserver.Answer:
+        return 200, self._registry.expose(), CONTENT_TYPE
+
+    def _probe(self, check: Callable[[], tuple[bool, str]]) -> httpserver.Answer:
+        ok, reason = check()
+        return (200 if ok else 503), f"{reason}\n".encode(), "text/plain"
+
     def start(self) -> None:
-        self._server = _serve(self._socket, self._registry, self._health)
-        threading.Thread(target=self._server.serve_forever, name="http", daemon=True).start()
+        live = lambda: self._probe(self._health.liveness)  # noqa: E731
+        self._server = httpserver.HttpServer(
+            self._socket,
+            {
+                "/metrics": self._metrics,
+                "/healthz": live,
+                "/livez": live,
+                "/readyz": lambda: self._probe(self._health.readiness),
+            },
+        )
+        self._server.start()
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            self._server.stop()
         else:
             self._socket.close()
