@@ -25,11 +25,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import click
 import pytest
 
-from exporter.cli import main as exporter_main
-from fakenrt.cli import main as fakenrt_main
+from tests.cli_tree import Command, scripts
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -123,13 +121,16 @@ def _synopses() -> list[tuple[Block, str]]:
 SYNOPSES = _synopses()
 
 
-def _command(words: list[str]) -> tuple[click.Command, list[str]]:
-    group: click.Command = fakenrt_main if words[0] == "fakenrt" else exporter_main
+SCRIPTS = scripts()
+
+
+def _command(words: list[str]) -> tuple[Command, list[str]]:
+    command = SCRIPTS[words[0]]
     rest = words[1:]
-    while isinstance(group, click.Group) and rest and rest[0] in group.commands:
-        group = group.commands[rest[0]]
+    while command.commands and rest and rest[0] in command.commands:
+        command = command.commands[rest[0]]
         rest = rest[1:]
-    return group, rest
+    return command, rest
 
 
 @pytest.mark.parametrize(
@@ -137,14 +138,10 @@ def _command(words: list[str]) -> tuple[click.Command, list[str]]:
 )
 def test_synopsis_matches_the_command(block: Block, line: str) -> None:
     command, rest = _command(line.split())
-    assert not isinstance(command, click.Group), f"{block.id}: {line}: no such command"
-    known = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
+    assert not command.commands, f"{block.id}: {line}: no such command"
+    known = {name for o in command.options for name in o.names}
     named = set(re.findall(r"(?<![\w-])(--?[a-zA-Z][\w-]*)", " ".join(rest)))
     assert named <= known, f"{block.id}: {line}: unknown options {sorted(named - known)}"
     if not block.info and not line.endswith("..."):
-        missing = [
-            p.opts[0]
-            for p in command.params
-            if isinstance(p, click.Option) and not p.hidden and not set(p.opts) & named
-        ]
+        missing = [o.names[0] for o in command.options if not o.hidden and not set(o.names) & named]
         assert not missing, f"{block.id}: {line}: synopsis lacks {missing}"

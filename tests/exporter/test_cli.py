@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from kubernetes import client
 
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
-from exporter.cli import main
+from exporter.cli import cli
 from exporter.resources import AllocatableResources, MemoryBlock
 from tests.controlplane.cluster import ControlPlane
 from tests.exporter import scenarios as s
@@ -20,12 +19,41 @@ from tests.exporter.fake_podresources import FakePodResources
 from tests.exporter.kube_helpers import GUARANTEED, create_pod
 
 
-def _observe(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, ["observe", *args])
-    return result.exit_code, result.stdout, result.stderr
+def _invoke(args: list[str]) -> int:
+    """The command line's exit status (usage errors exit through SystemExit)."""
+    try:
+        return cli(args)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
 
 
-def test_observe_without_api_server(fake_kubelet: FakePodResources, sysfs_root: Path) -> None:
+@pytest.fixture
+def run_cli(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., tuple[int, str, str]]:
+    """``numa-exporter <args>`` in this process, with ``env`` added to the environment
+    (NODE_NAME removed first): (exit status, stdout, stderr)."""
+
+    def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+        monkeypatch.delenv("NODE_NAME", raising=False)
+        for name, value in (env or {}).items():
+            monkeypatch.setenv(name, value)
+        capsys.readouterr()
+        code = _invoke(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return invoke
+
+
+@pytest.fixture
+def _observe(run_cli: Callable[..., tuple[int, str, str]]) -> Callable[..., tuple[int, str, str]]:
+    return lambda *args: run_cli("observe", *args)
+
+
+def test_observe_without_api_server(
+    _observe: Callable[..., tuple[int, str, str]], fake_kubelet: FakePodResources, sysfs_root: Path
+) -> None:
     fake_kubelet.set_pods([s.CPU_ONLY, s.MULTI_NUMA_GROUP, s.NO_TOPOLOGY_DEVICE])
     code, out, err = _observe(
         "--podresources-socket", str(fake_kubelet.socket_path),
@@ -50,7 +78,10 @@ def test_observe_without_api_server(fake_kubelet: FakePodResources, sysfs_root: 
 
 @pytest.mark.parametrize("get_implemented", [True, False], ids=["get", "get-unimplemented"])
 def test_observe_one_pod(
-    fake_kubelet: FakePodResources, sysfs_root: Path, get_implemented: bool
+    _observe: Callable[..., tuple[int, str, str]],
+    fake_kubelet: FakePodResources,
+    sysfs_root: Path,
+    get_implemented: bool,
 ) -> None:
     fake_kubelet.set_pods([s.CPU_ONLY, s.GPU_AND_CPU])
     fake_kubelet.get_implemented = get_implemented
@@ -66,6 +97,7 @@ def test_observe_one_pod(
 
 @pytest.mark.controlplane
 def test_observe_with_kubeconfig_judges_completeness_from_the_pod_spec(
+    _observe: Callable[..., tuple[int, str, str]],
     control_plane: ControlPlane,
     api_client: client.ApiClient,
     namespace: str,
@@ -86,7 +118,7 @@ def test_observe_with_kubeconfig_judges_completeness_from_the_pod_spec(
 
 
 def test_observe_leaves_out_pods_the_kubelet_lists_twice(
-    fake_kubelet: FakePodResources, sysfs_root: Path
+    _observe: Callable[..., tuple[int, str, str]], fake_kubelet: FakePodResources, sysfs_root: Path
 ) -> None:
     # an old and a new pod under one name: the daemon writes neither, observe shows neither
     old = s.pod("cpu-only", *s.GPU_AND_CPU.containers)
@@ -101,6 +133,7 @@ def test_observe_leaves_out_pods_the_kubelet_lists_twice(
 
 @pytest.mark.controlplane
 def test_observe_with_kubeconfig_shows_only_pods_the_daemon_would_write(
+    _observe: Callable[..., tuple[int, str, str]],
     control_plane: ControlPlane,
     api_client: client.ApiClient,
     namespace: str,
@@ -127,6 +160,7 @@ def test_observe_with_kubeconfig_shows_only_pods_the_daemon_would_write(
 
 @pytest.mark.controlplane
 def test_observe_with_kubeconfig_copes_with_allocatable_unimplemented(
+    _observe: Callable[..., tuple[int, str, str]],
     control_plane: ControlPlane,
     api_client: client.ApiClient,
     namespace: str,
@@ -155,7 +189,11 @@ def test_observe_with_kubeconfig_copes_with_allocatable_unimplemented(
     ],
 )
 def test_observe_errors(
-    fake_kubelet: FakePodResources, sysfs_root: Path, args: list[str], message: str
+    _observe: Callable[..., tuple[int, str, str]],
+    fake_kubelet: FakePodResources,
+    sysfs_root: Path,
+    args: list[str],
+    message: str,
 ) -> None:
     code, _, err = _observe(
         "--podresources-socket", str(fake_kubelet.socket_path),
@@ -165,7 +203,9 @@ def test_observe_errors(
     assert message in err
 
 
-def test_observe_socket_absent(short_dir: Path, sysfs_root: Path) -> None:
+def test_observe_socket_absent(
+    _observe: Callable[..., tuple[int, str, str]], short_dir: Path, sysfs_root: Path
+) -> None:
     code, _, err = _observe(
         "--podresources-socket", str(short_dir / "none.sock"),
         "--sysfs-root", str(sysfs_root), "--rpc-timeout", "1", "--json",
@@ -177,7 +217,9 @@ def test_observe_socket_absent(short_dir: Path, sysfs_root: Path) -> None:
 @pytest.mark.parametrize(
     "args,env,message",
     [
-        pytest.param([], {}, "Missing option '--node-name'", id="node-name-required"),
+        pytest.param(
+            [], {}, "the following arguments are required: --node-name", id="node-name-required"
+        ),
         pytest.param(
             ["--metrics-bind-address", "8080"], {"NODE_NAME": "n"}, "not host:port", id="bad-bind"
         ),
@@ -186,10 +228,12 @@ def test_observe_socket_absent(short_dir: Path, sysfs_root: Path) -> None:
         ),
     ],
 )
-def test_run_option_errors(args: list[str], env: dict[str, str], message: str) -> None:
-    result = CliRunner().invoke(main, ["run", *args], env=env)
-    assert result.exit_code == 2
-    assert message in result.stderr
+def test_run_option_errors(
+    run_cli: Callable[..., tuple[int, str, str]], args: list[str], env: dict[str, str], message: str
+) -> None:
+    code, _, err = run_cli("run", *args, env=env)
+    assert code == 2
+    assert message in err
 
 
 @pytest.fixture
@@ -202,12 +246,12 @@ def restore_logging() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("restore_logging")
-def test_run_bad_sysfs_exits_with_the_file(tmp_path: Path, control_plane: ControlPlane) -> None:
-    result = CliRunner().invoke(
-        main,
-        ["run", "--sysfs-root", str(tmp_path), "--kubeconfig", str(control_plane.kubeconfig),
-         "--metrics-bind-address", "127.0.0.1:0"],
-        env={"NODE_NAME": "n"},
+def test_run_bad_sysfs_exits_with_the_file(
+    run_cli: Callable[..., tuple[int, str, str]], tmp_path: Path, control_plane: ControlPlane
+) -> None:
+    code, _, err = run_cli(
+        "run", "--sysfs-root", str(tmp_path), "--kubeconfig", str(control_plane.kubeconfig),
+        "--metrics-bind-address", "127.0.0.1:0", env={"NODE_NAME": "n"},
     )  # fmt: skip
-    assert result.exit_code == 1
-    assert f"{tmp_path}/devices/system/node: cannot list NUMA nodes" in result.stderr
+    assert code == 1
+    assert f"Error: {tmp_path}/devices/system/node: cannot list NUMA nodes" in err
