@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import ssl
 import sys
 from pathlib import Path
@@ -14,6 +15,9 @@ from exporter.kubeconfig import KubeconfigError, from_kubeconfig, in_cluster
 from exporter.kubeerrors import ApiError
 from exporter.podresources_client import PodResourcesError
 from exporter.sysfs import SysfsError
+
+#: The signals that stop the daemon (the kubelet sends SIGTERM).
+STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})
 
 
 class CommandError(Exception):
@@ -44,6 +48,9 @@ def run_command(
     """Run the exporter daemon for one node until SIGTERM."""
     logs.configure(log_level)
     kube = _kube_client(kubeconfig)
+    # before the first thread starts: every thread inherits SIGTERM and SIGINT blocked,
+    # and the daemon waits for them in this one (daemon.run)
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     # the node's pod list goes out now: the API server answers while the daemon's
     # modules load (the first annotation waits for both)
     first_pod_list = PodApi(kube).prefetch_node_pods(node_name)
@@ -58,7 +65,7 @@ def run_command(
         rpc_timeout_s=rpc_timeout,
     )
     try:
-        run(options, kube, first_pod_list=first_pod_list)
+        run(options, kube, first_pod_list=first_pod_list, stop_signals=STOP_SIGNALS)
     except SysfsError as exc:
         raise CommandError(str(exc)) from exc
     except OSError as exc:

@@ -13,7 +13,7 @@ import random
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,14 +159,25 @@ def run(
     kube: KubeClient,
     *,
     first_pod_list: Callable[[], tuple[str, list[dict[str, Any]]]] | None = None,
+    stop_signals: Collection[signal.Signals] = frozenset({signal.SIGTERM, signal.SIGINT}),
 ) -> None:
-    """Run the daemon in the foreground until SIGTERM or SIGINT (``first_pod_list``: the
-    answer of the node's pod list sent ahead, ``PodApi.prefetch_node_pods``)."""
-    exporter = Exporter(options, kube, first_pod_list=first_pod_list)
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: exporter.stop_event.set())
-    freeze_startup_heap()
-    exporter.start()
-    exporter.stop_event.wait()
-    log.info("stopping numa-exporter")
-    exporter.stop()
+    """Run the daemon in the foreground until one of ``stop_signals`` arrives
+    (``first_pod_list``: the answer of the node's pod list sent ahead,
+    ``PodApi.prefetch_node_pods``).
+
+    The signals are blocked in every thread and taken with ``sigwait`` in this one: a
+    signal sent to the process may be handed to any thread that does not block it, and
+    a Python handler runs only when the main thread runs Python code - a main thread
+    asleep in a wait could then sleep through its SIGTERM. Call it with the signals
+    already blocked when threads were started before (the prefetch); they are blocked
+    here otherwise, and the caller's mask is restored on return."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+    try:
+        exporter = Exporter(options, kube, first_pod_list=first_pod_list)
+        freeze_startup_heap()
+        exporter.start()
+        received = signal.sigwait(stop_signals)
+        log.info("stopping numa-exporter", extra={"signal": signal.Signals(received).name})
+        exporter.stop()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

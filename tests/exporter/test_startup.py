@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -42,6 +43,18 @@ atexit.register(report)
 from exporter.cli import main
 main()
 """
+
+
+def _blocked_signals(pid: int) -> dict[str, set[int]]:
+    """Thread id -> the signals it blocks (``SigBlk`` of /proc/<pid>/task/<tid>/status)."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        status = (task / "status").read_text()
+        mask = int(status.split("SigBlk:", 1)[1].split()[0], 16)
+        out[task.name] = {n + 1 for n in range(64) if mask >> n & 1}
+    return out
+
+
 NOT_IMPORTED = ("yaml", "decimal", "encodings.idna", "unicodedata", "exporter.execcredential")
 
 
@@ -99,6 +112,14 @@ def test_run_as_the_image_starts_it(
             ),
             what="the pod annotated",
         )
+        # SIGTERM and SIGINT are blocked in every thread but the main one, which takes
+        # them with sigwait (the kernel unblocks them there while it waits): a thread
+        # that took the kubelet's SIGTERM would leave it unseen
+        masks = _blocked_signals(proc.pid)
+        workers = {tid: blocked for tid, blocked in masks.items() if tid != str(proc.pid)}
+        assert len(workers) >= 2, masks
+        for thread, blocked in workers.items():
+            assert {signal.SIGTERM, signal.SIGINT} <= blocked, (thread, masks)
     finally:
         proc.terminate()
         _, stderr = proc.communicate(timeout=60)
