@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from exporter.kubeclient import MERGE_PATCH, KubeClient, path
+from exporter.kubeclient import MERGE_PATCH, METADATA_JSON, KubeClient, path
 
 WATCH_TIMEOUT_S = 60
 PODS = path("api", "v1", "pods")
@@ -85,10 +85,13 @@ class PodApi:
     def merge_patch_pod(
         self, namespace: str, name: str, patch: Mapping[str, Any]
     ) -> dict[str, Any]:
-        """Apply a JSON merge patch to the pod; the updated object."""
+        """Apply a JSON merge patch to the pod; the updated object's metadata (a
+        ``PartialObjectMetadata``: half the bytes of the pod to read and decode, and the
+        only part a patch of annotations changes)."""
         return self._client.patch(
             path("api", "v1", "namespaces", namespace, "pods", name),
             patch,
             content_type=MERGE_PATCH,
             what=f"patch pod {namespace}/{name}",
+            accept=METADATA_JSON,
         )

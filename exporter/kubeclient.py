@@ -33,6 +33,9 @@ if TYPE_CHECKING:  # imported when an exec plugin is configured: start-up CPU
     from exporter.execcredential import ExecCredential, ExecPlugin
 
 JSON = "application/json"
+#: Only the object's metadata in the answer (a ``PartialObjectMetadata``): what client-go's
+#: metadata client asks for; the API server honours it on reads, watches and writes.
+METADATA_JSON = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -161,12 +164,13 @@ class KubeClient:
         content_type: str,
         read_timeout_s: float | None,
         stream: bool,
+        accept: str = JSON,
     ) -> Any:
         target = url_path
         pairs = list(query.items()) if isinstance(query, Mapping) else list(query)
         if pairs:
             target += "?" + urllib.parse.urlencode(pairs)
-        headers = {"Accept": JSON, "User-Agent": self._user_agent, **self._authorization()}
+        headers = {"Accept": accept, "User-Agent": self._user_agent, **self._authorization()}
         payload = b""
         if body is not None:
             payload = json.dumps(body).encode()
@@ -205,13 +209,15 @@ class KubeClient:
         body: Any = None,
         content_type: str = JSON,
         read_timeout_s: float | None = None,
+        accept: str = JSON,
     ) -> dict[str, Any]:
         """One call; the decoded JSON object (``{}`` for an empty answer). ``what`` names
-        the call in error messages (default ``"<METHOD> <path>"``)."""
+        the call in error messages (default ``"<METHOD> <path>"``); ``accept``
+        :data:`METADATA_JSON` asks for the object's metadata only."""
         what = what or f"{method} {url_path}"
         response = self._send(
             method, url_path, what=what, query=query, body=body, content_type=content_type,
-            read_timeout_s=read_timeout_s, stream=False,
+            read_timeout_s=read_timeout_s, stream=False, accept=accept,
         )  # fmt: skip
         if not response.data:
             return {}
@@ -241,11 +247,14 @@ class KubeClient:
         *,
         content_type: str = MERGE_PATCH,
         what: str | None = None,
+        accept: str = JSON,
     ) -> dict[str, Any]:
         """A merge (default), strategic-merge (:data:`STRATEGIC_MERGE_PATCH`) or JSON
         (:data:`JSON_PATCH`, ``body`` is then a list of operations) patch."""
         payload = dict(body) if isinstance(body, Mapping) else [dict(op) for op in body]
-        return self.request("PATCH", url_path, what=what, body=payload, content_type=content_type)
+        return self.request(
+            "PATCH", url_path, what=what, body=payload, content_type=content_type, accept=accept
+        )
 
     def delete(
         self, url_path: str, body: Mapping[str, Any] | None = None, *, what: str | None = None

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from exporter.kubeerrors import ApiError, Conflict, NotFound, Transient
-from exporter.pods import PodView
+from exporter.pods import PodObjectError, PodView
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +63,9 @@ class PodWriter(Protocol):
 @dataclass(frozen=True)
 class PatchOutcome:
     result: PatchResult
-    #: The pod object the API server returned (after a patch or a re-read), if any.
-    obj: dict[str, Any] | None = None
+    #: The pod as the API server returned it (after a patch: the patched pod with the
+    #: answer's metadata; after a re-read: the pod read), if any.
+    view: PodView | None = None
     #: True when an answer from the API server was received (for readiness).
     reached_api: bool = True
     #: The annotations written (empty unless APPLIED).
@@ -111,13 +112,20 @@ class Patcher:
         target, todo = pod, dict(changes)
         reached = False
         conflicts = 0
-        last_obj: dict[str, Any] | None = None
+        last: PodView | None = None
         for attempt in range(self.max_attempts):
             try:
-                obj = self._writer.merge_patch_pod(
+                answer = self._writer.merge_patch_pod(
                     target.namespace, target.name, build_patch(target, todo)
                 )
-                return PatchOutcome(PatchResult.APPLIED, obj, True, todo, conflicts)
+                try:
+                    patched: PodView | None = target.with_metadata(answer.get("metadata") or {})
+                except PodObjectError as exc:  # not this pod's answer: the watch will tell
+                    log.warning(
+                        "unexpected patch answer", extra={"pod": pod.key, "error": str(exc)}
+                    )
+                    patched = None
+                return PatchOutcome(PatchResult.APPLIED, patched, True, todo, conflicts)
             except NotFound:
                 return PatchOutcome(PatchResult.NOT_FOUND, None, True, None, conflicts)
             except Conflict as exc:
@@ -125,19 +133,19 @@ class Patcher:
                 conflicts += 1
                 log.info("patch conflict, re-reading", extra={"pod": pod.key, "error": str(exc)})
                 try:
-                    last_obj = self._writer.get_pod(target.namespace, target.name)
+                    fresh = to_view(self._writer.get_pod(target.namespace, target.name))
                 except NotFound:
                     return PatchOutcome(PatchResult.NOT_FOUND, None, True, None, conflicts)
-                except ApiError as read_exc:
+                except (ApiError, PodObjectError) as read_exc:
                     log.warning("re-read failed", extra={"pod": pod.key, "error": str(read_exc)})
                     return PatchOutcome(PatchResult.FAILED, None, False, None, conflicts)
-                fresh = to_view(last_obj)
+                last = fresh
                 if fresh.uid != pod.uid:
                     # a new pod reuses the name: not what this decision was made for
-                    return PatchOutcome(PatchResult.REPLACED, last_obj, True, None, conflicts)
+                    return PatchOutcome(PatchResult.REPLACED, fresh, True, None, conflicts)
                 again = decide(fresh)
                 if not again:
-                    return PatchOutcome(PatchResult.UNCHANGED, last_obj, True, None, conflicts)
+                    return PatchOutcome(PatchResult.UNCHANGED, fresh, True, None, conflicts)
                 target, todo = fresh, dict(again)
             except Transient as exc:
                 reached = reached or exc.status != 0
@@ -153,4 +161,4 @@ class Patcher:
             except ApiError as exc:  # 401/403/422...: retrying will not help
                 log.error("patch rejected", extra={"pod": pod.key, "error": str(exc)})
                 return PatchOutcome(PatchResult.REJECTED, None, True, None, conflicts)
-        return PatchOutcome(PatchResult.FAILED, last_obj, reached, None, conflicts)
+        return PatchOutcome(PatchResult.FAILED, last, reached, None, conflicts)

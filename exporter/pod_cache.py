@@ -117,14 +117,32 @@ class PodCache:
         self._on_change()
 
     def upsert(self, obj: Mapping[str, Any], *, notify: bool = True) -> PodView | None:
-        """Insert or update from an object; an older version of the same pod is ignored.
+        """Insert or update from an object; an older version of the same pod is ignored,
+        and so is the version already held (the object of one resourceVersion never
+        changes: e.g. the watch event of the exporter's own write, whose answer is in
+        already), without reading it.
 
         ``on_change`` is called only when something the reconciler decides on changed
         (not for status heartbeats or the exporter's own writes with ``notify=False``).
         """
+        meta = obj.get("metadata")
+        if isinstance(meta, Mapping):
+            with self._lock:
+                current = self._pods.get(f"{meta.get('namespace')}/{meta.get('name')}")
+            if (
+                current is not None
+                and current.resource_version
+                and current.uid == meta.get("uid")
+                and current.resource_version == meta.get("resourceVersion")
+            ):
+                return current
         view = self._view(obj)
         if view is None:
             return None
+        return self.put(view, notify=notify)
+
+    def put(self, view: PodView, *, notify: bool = True) -> PodView:
+        """Insert or update a pod's view (see ``upsert``)."""
         with self._lock:
             current = self._pods.get(view.key)
             if current is not None and current.uid == view.uid:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
@@ -68,6 +68,24 @@ class PodView:
         if name == OBSERVED_MEMORY_GROUPS:
             return self.memory_groups_annotation
         raise KeyError(name)
+
+    def with_metadata(self, meta: Mapping[str, Any]) -> PodView:
+        """This pod after a write that changed only its metadata, from the ``metadata`` of
+        the answer (a ``PartialObjectMetadata``): the new resourceVersion, the two
+        annotations as the API server stored them, deletion. Everything else a write of
+        metadata leaves as it was. Raises PodObjectError when the answer is another pod."""
+        if meta.get("uid") != self.uid:
+            raise PodObjectError(
+                f"pod {self.key}: the answer's metadata.uid {meta.get('uid')!r} is not {self.uid!r}"
+            )
+        annotations = meta.get("annotations") or {}
+        return replace(
+            self,
+            resource_version=str(meta.get("resourceVersion") or ""),
+            deleting=meta.get("deletionTimestamp") is not None,
+            placement_annotation=annotations.get(OBSERVED_PLACEMENT),
+            memory_groups_annotation=annotations.get(OBSERVED_MEMORY_GROUPS),
+        )
 
     def expected_memory_containers(self, *, memory_manager_static: bool) -> frozenset[str]:
         """Containers that must have reported memory blocks for the groups to be complete."""

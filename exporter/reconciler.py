@@ -43,6 +43,8 @@ COALESCE_S = 0.05
 #: second on every node of a misconfigured install.
 REFUSED_BACKOFF_S = 10.0
 REFUSED_MAX_BACKOFF_S = 300.0
+#: The pods named in a pass's "annotations written" line (the rest are counted).
+LOGGED_NAMES = 20
 #: ``status.startTime`` has one-second resolution.
 START_TIME_RESOLUTION_S = 1.0
 
@@ -265,6 +267,7 @@ class Reconciler:
         seen: set[str] = set()
         writing = True
         pending = False
+        written: list[str] = []
         for pod_report in reports:
             key = pod_report.key
             seen.add(key)
@@ -278,6 +281,8 @@ class Reconciler:
             pending = pending or bool(changes)
             if changes and writing and not self._backing_off(pod, changes):
                 result, reached = self._write(pod, changes)
+                if result == PatchResult.APPLIED:
+                    written.append(key)
                 self._note_refusal(pod, changes, refused=result == PatchResult.REJECTED)
                 report.patches[result] = report.patches.get(result, 0) + 1
                 report.api_ok = report.api_ok and reached
@@ -285,6 +290,17 @@ class Reconciler:
                 # the rest wait for the next pass: a hung or overloaded server must not
                 # hold one pass for (pods x retries) nor take more requests from it
                 writing = result != PatchResult.FAILED
+        if written:
+            # one line per pass at info (a burst of new pods is one line, not one per pod;
+            # each pod's values are logged at debug)
+            log.info(
+                "annotations written",
+                extra={
+                    "pods": len(written),
+                    "names": written[:LOGGED_NAMES],
+                    "more": max(0, len(written) - LOGGED_NAMES),
+                },
+            )
         for key in [k for k in self._memo if k not in seen]:
             del self._memo[key]
         for key in [k for k in self._refused if k not in seen]:
@@ -347,15 +363,18 @@ class Reconciler:
         self._metrics.patches.labels(outcome.result.value).inc()
         if outcome.conflicts:
             self._metrics.patches.labels(PatchResult.CONFLICT.value).inc(outcome.conflicts)
-        if outcome.obj is not None:
-            self._cache.upsert(outcome.obj, notify=False)
+        if outcome.view is not None:
+            self._cache.put(outcome.view, notify=False)
         if outcome.result is PatchResult.NOT_FOUND:
             self._cache.forget(pod.key, pod.uid)
         if outcome.result is PatchResult.APPLIED:
-            log.info(
-                "annotations written",
-                extra={"pod": pod.key, "uid": pod.uid, "annotations": dict(outcome.written or {})},
-            )
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug(
+                    "annotations written",
+                    extra={
+                        "pod": pod.key, "uid": pod.uid, "annotations": dict(outcome.written or {})
+                    },
+                )  # fmt: skip
             # timed only for pods started while this exporter runs: a pod from before (a
             # first install, annotations stripped by hand) would report its age as lag
             started = pod.started_at
@@ -371,7 +390,10 @@ class Reconciler:
     def run(self, stop: threading.Event, wake: threading.Event, poll_interval_s: float) -> None:
         """Reconcile every ``poll_interval_s`` and as soon as ``wake`` is set; while pods
         are being written (a burst of new pods), events are gathered for ``COALESCE_S``
-        so one pass serves many of them."""
+        so one pass serves many of them. The first pass waits for the pod cache's first
+        list, one ``poll_interval_s`` at most."""
+        # the first pass needs the node's pods: a List before they are listed is wasted
+        self._cache.synced.wait(poll_interval_s)
         while not stop.is_set():
             wake.clear()
             wrote = False

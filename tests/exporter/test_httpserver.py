@@ -50,8 +50,8 @@ def _answer(conn: socket.socket, *, head: bool = False) -> tuple[int, dict[str, 
         if not chunk:
             raise ConnectionError(f"closed after {data!r}")
         data += chunk
-    head, _, rest = data.partition(b"\r\n\r\n")
-    status_line, *lines = head.decode().split("\r\n")
+    top, _, rest = data.partition(b"\r\n\r\n")
+    status_line, *lines = top.decode().split("\r\n")
     headers = {k.lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines)}
     length = 0 if head else int(headers["content-length"])
     while len(rest) < length:

@@ -177,3 +177,22 @@ def test_a_failed_list_sent_ahead_is_retried_as_a_list() -> None:
     assert source.calls == ["list"]
     assert list(cache.snapshot()) == ["ns/c"]
     assert connection == [False, True]
+
+
+def test_the_version_held_is_not_read_again() -> None:
+    """The watch event of the exporter's own write (whose answer the cache holds) is not
+    decoded again: one resourceVersion is one object."""
+    changes: list[int] = []
+    cache = PodCache(
+        ScriptedSource(threading.Event(), []), "node", on_change=lambda: changes.append(1)
+    )
+    cache.upsert(_pod("a", "5"))
+    generation = cache.generation
+    unreadable_same_version = {**_pod("a", "5"), "spec": {"containers": "not a list"}}
+    assert cache.upsert(unreadable_same_version) == _cached(cache, "ns/a")
+    assert (cache.generation, len(changes)) == (generation, 1)
+    # another version, or the same version of another pod under the name, is read
+    cache.upsert(_pod("a", "6", phase="Failed"))
+    assert _cached(cache, "ns/a").phase == "Failed"
+    cache.upsert(_pod("a", "6", uid="new"))
+    assert _cached(cache, "ns/a").uid == "new-a"

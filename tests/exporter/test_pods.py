@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
-from exporter.pods import PodObjectError, pod_view
+from exporter.pods import PodObjectError, PodView, pod_view
 
 
 def _pod(containers: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
@@ -184,3 +184,22 @@ def test_bad_objects_name_the_pod() -> None:
 def test_memory_request_detection(quantity: str, requests_memory: bool) -> None:
     view = pod_view(_pod([_c("a", requests={"memory": quantity})]))
     assert (view.memory_containers == {"a"}) is requests_memory
+
+
+def test_with_metadata_takes_what_a_metadata_write_changes() -> None:
+    pod = PodView(namespace="ns", name="p", uid="u", resource_version="7", phase="Running",
+                  started_at=5.0, qos_class="Guaranteed", memory_containers=frozenset({"c"}),
+                  placement_annotation="old", memory_groups_annotation="[]")  # fmt: skip
+    meta = {
+        "name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "9",
+        "annotations": {OBSERVED_PLACEMENT: "new", "other": "x"},
+        "deletionTimestamp": "2026-11-24T00:00:00Z",
+    }  # fmt: skip
+    assert pod.with_metadata(meta) == PodView(
+        namespace="ns", name="p", uid="u", resource_version="9", phase="Running",
+        started_at=5.0, deleting=True, qos_class="Guaranteed",
+        memory_containers=frozenset({"c"}), placement_annotation="new",
+        memory_groups_annotation=None,
+    )  # fmt: skip
+    with pytest.raises(PodObjectError, match=r"metadata\.uid 'v' is not 'u'"):
+        pod.with_metadata({**meta, "uid": "v"})

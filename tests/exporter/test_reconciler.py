@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
+from exporter import reconciler as reconciler_module
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
 from exporter.health import Health
 from exporter.kube_pods import PodApi
@@ -26,6 +27,7 @@ from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher
 from exporter.pod_cache import PodCache
 from exporter.podresources_client import PodResourcesClient
+from exporter.pods import pod_view
 from exporter.promtext import Registry
 from exporter.reconciler import PassReport, Reconciler
 from exporter.resources import AllocatableResources, MemoryBlock, PodResources
@@ -143,6 +145,22 @@ def test_writes_once_then_only_on_change(harness: Harness) -> None:
     assert h.metric("numa_exporter_pods_observed") == 3
     assert h.metric("numa_exporter_observation_lag_seconds_count") == 3
     assert h.health.readiness() == (True, "ok")
+
+
+def test_the_cache_holds_each_written_pod_as_the_api_server_has_it(harness: Harness) -> None:
+    """A patch's answer is the pod's metadata only: the cached pod built from it (the pod
+    patched, with the answer's resourceVersion and annotations) equals the pod read
+    back, field for field."""
+    h = harness
+    for template in (s.CPU_ONLY, s.MULTI_NUMA_GROUP):
+        create_pod(h.api, h.namespace, template.name, node=h.node, containers={"main": GUARANTEED})
+    h.fake.set_pods([h.report(s.CPU_ONLY), h.report(s.MULTI_NUMA_GROUP)])
+    h.sync()
+    assert h.run().patches == {"applied": 2}
+    for name in ("cpu-only", "group"):
+        cached = h.cache.get(f"{h.namespace}/{name}")
+        assert cached == pod_view(read_pod(h.api, h.namespace, name))
+        assert cached is not None and cached.placement_annotation is not None
 
 
 def test_observation_lag_only_for_pods_started_while_the_exporter_runs(
@@ -598,3 +616,32 @@ def test_a_failing_api_server_gets_no_more_patches_this_pass(
         admission.delete_validating_webhook_configuration(webhook.metadata.name)
     assert (result.patches, result.api_ok, len(delays)) == ({"failed": 1}, True, 3)
     assert annotations_of(h.api, h.namespace, "cpu-only") == {}
+
+
+def test_a_pass_logs_its_writes_in_one_line_and_each_pod_at_debug(
+    harness: Harness, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a burst of new pods is one info line, not one per pod (the log is paid on every
+    # node); the names in it are bounded, the rest counted
+    h = harness
+    monkeypatch.setattr(reconciler_module, "LOGGED_NAMES", 2)
+    templates = (s.CPU_ONLY, s.GPU_AND_CPU, s.SHARED_POOL)
+    for template in templates:
+        create_pod(h.api, h.namespace, template.name, node=h.node)
+    h.fake.set_pods([h.report(t) for t in templates])
+    h.sync()
+    with caplog.at_level(logging.DEBUG, logger="exporter.reconciler"):
+        assert h.run().patches == {"applied": 3}
+    records = [r for r in caplog.records if r.getMessage() == "annotations written"]
+    info = [r for r in records if r.levelno == logging.INFO]
+    debug = {
+        r.__dict__["pod"]: r.__dict__["annotations"] for r in records if r.levelno == logging.DEBUG
+    }
+    assert len(info) == 1
+    assert (info[0].__dict__["pods"], info[0].__dict__["more"]) == (3, 1)
+    assert info[0].__dict__["names"] == [f"{h.namespace}/cpu-only", f"{h.namespace}/gpu-cpu"]
+    assert debug[f"{h.namespace}/cpu-only"] == {
+        OBSERVED_PLACEMENT: CPU_ONLY_VALUE,
+        OBSERVED_MEMORY_GROUPS: "[]",
+    }
+    assert len(debug) == 3
