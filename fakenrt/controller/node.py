@@ -329,6 +329,7 @@ class NodeModel:
         effects = self._check_recorded_state(recorded_state, now)
         if self.refused is not None:
             return effects
+        on_the_node = self._recorded_state
         ordered = list(pods)
         known = [p.sequence for p in ordered if p.sequence is not None]
         self._next_sequence = max([self._next_sequence - 1, *known]) + 1
@@ -347,6 +348,7 @@ class NodeModel:
         # The rebuilt state is published whole afterwards (publish_now), not step by step.
         self.lag.clear()
         self._timers.cancel(self._key(PUBLISH))
+        self._recorded_state = on_the_node  # the rebuilt state is recorded by publish_now
         later = PublishNrt | ServePodResources | RecordMemoryCheckpoint
         return [e for e in effects if not isinstance(e, later)]
 
