@@ -376,11 +376,13 @@ class NodeState:
 
     def memory_checkpoint(self) -> MemoryCheckpoint | None:
         """What the static Memory Manager's checkpoint holds now: the machine state and
-        every pod's blocks in admission order (None when the policy is not Static)."""
+        every pod's blocks in admission order (None when the policy is not Static). The
+        machine state is the node's own, not a copy (the node replaces it on every
+        change and never modifies it in place): read it, do not modify it."""
         if not self._s.memory_static:
             return None
         blocks = tuple(b for pod in self._pods for b in self._blocks.get(pod, ()))
-        return MemoryCheckpoint(clone_state(self._mem), blocks)
+        return MemoryCheckpoint(self._mem, blocks)
 
     def checkpoint_problem(self, checkpoint: MemoryCheckpoint) -> str | None:
         """Why a kubelet configured as this node refuses to start on ``checkpoint`` (see
