@@ -4,7 +4,9 @@ A :class:`NodeModel` owns the node's :class:`~fakenrt.kubelet.node.NodeState` (t
 Topology Manager simulator), the pods bound to it and its :class:`LagPipeline`. It reacts
 to pods seen on the watch and to its timers (start, completion, NRT publication, refresh)
 and answers with :mod:`effects`; it performs no I/O. Timers live in a queue shared by every node of
-the fleet, keyed ``(kind, node, pod key)``.
+the fleet, keyed ``(kind, node, pod key)``. With the static Memory Manager it records the
+manager's checkpoint on the Node and, at start, refuses to run on one the kubelet would
+refuse (:meth:`NodeModel.recover`): the node then stays down, like a kubelet that exits.
 """
 
 from __future__ import annotations
