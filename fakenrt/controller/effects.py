@@ -82,6 +82,35 @@ class ServePodResources:
 
 
 @dataclass(frozen=True)
+class WithdrawPodResources:
+    """The node's podresources socket stops answering (its simulated kubelet is not
+    running): the server is stopped and the socket removed."""
+
+    node: str
+
+
+@dataclass(frozen=True)
+class RecordNodeEvent:
+    """A core/v1 Event about the Node, as its kubelet records it."""
+
+    node: str
+    type: str
+    reason: str
+    message: str
+    at: float
+
+
+@dataclass(frozen=True)
+class RecordMemoryCheckpoint:
+    """Write the simulated kubelet's Memory Manager checkpoint (one JSON line, see
+    :mod:`fakenrt.kubelet.memory_checkpoint`) into the Node's annotation
+    ``fakenrt.io/memory-manager-state``; only the newest value matters."""
+
+    node: str
+    value: str
+
+
+@dataclass(frozen=True)
 class RenewLease:
     node: str
     at: float
@@ -102,6 +131,9 @@ Effect = (
     | CreatePod
     | PublishNrt
     | ServePodResources
+    | WithdrawPodResources
+    | RecordNodeEvent
+    | RecordMemoryCheckpoint
     | RenewLease
     | ReportNodeStatus
 )

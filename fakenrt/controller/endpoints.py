@@ -77,6 +77,13 @@ class NodeEndpoints:
         if source is not None:
             source.set(allocations)
 
+    def withdraw(self, node: str) -> None:
+        """Stop the node's server and remove its socket (its kubelet is not running)."""
+        with self._lock:
+            server = self._servers.pop(node, None)
+        if server is not None:
+            server.stop(grace=0.5)
+
     def stop(self) -> None:
         with self._lock:
             servers = list(self._servers.values())

@@ -3,10 +3,10 @@
 Effects are sharded by the object they write (a pod, a node), so each object's writes
 stay in order while different objects are written in parallel by ``workers`` threads
 (no thread per node). Node-level writes that only matter in their newest form (NRT
-publications, lease renewals, node status) are coalesced while they wait: a shard keeps
-the newest body per node and writes it once. Transient failures (429, 5xx, timeouts) are
-retried with jittered exponential backoff until they succeed or the executor stops;
-other API errors are logged and counted, never fatal.
+publications, lease renewals, node status, the recorded Memory Manager state) are
+coalesced while they wait: a shard keeps the newest body per node and writes it once.
+Transient failures (429, 5xx, timeouts) are retried with jittered exponential backoff
+until they succeed or the executor stops; other API errors are logged and counted, never fatal.
 """
 
 from __future__ import annotations
@@ -26,10 +26,13 @@ from fakenrt.controller.effects import (
     Effect,
     PatchPodStatus,
     PublishNrt,
+    RecordMemoryCheckpoint,
+    RecordNodeEvent,
     RecordPodEvent,
     RenewLease,
     ReportNodeStatus,
     ServePodResources,
+    WithdrawPodResources,
 )
 from fakenrt.controller.writers import (
     NrtWriter,
@@ -37,6 +40,8 @@ from fakenrt.controller.writers import (
     delete_pod,
     patch_pod_status,
     record_event,
+    record_memory_checkpoint,
+    record_node_event,
     renew_lease,
     report_node_status,
 )
@@ -46,6 +51,10 @@ log = logging.getLogger(__name__)
 _BACKOFF_START, _BACKOFF_MAX = 0.2, 10.0
 _Latest = tuple[str, str]  # (effect kind, node)
 _Item = Effect | _Latest
+#: Effects carried out at once by the caller's callback (the podresources sockets).
+SocketEffect = ServePodResources | WithdrawPodResources
+#: Node-level writes of which only the newest matters.
+_COALESCED = PublishNrt | RenewLease | ReportNodeStatus | RecordMemoryCheckpoint
 
 
 def _shard_key(effect: Effect) -> str:
@@ -71,7 +80,7 @@ class Executor:
         workers: int,
         lease_duration: int,
         node_uids: dict[str, str],
-        serve_pod_resources: Callable[[ServePodResources], None],
+        serve_pod_resources: Callable[[SocketEffect], None],
         rng: random.Random,
     ) -> None:
         if workers < 1:
@@ -97,11 +106,11 @@ class Executor:
     def submit(self, effects: Iterable[Effect]) -> None:
         with self._lock:
             for effect in effects:
-                if isinstance(effect, ServePodResources):
+                if isinstance(effect, SocketEffect):
                     self._serve(effect)
                     continue
                 shard = self._shards[zlib.crc32(_shard_key(effect).encode()) % len(self._shards)]
-                if isinstance(effect, PublishNrt | RenewLease | ReportNodeStatus):
+                if isinstance(effect, _COALESCED):
                     key: _Latest = (type(effect).__name__, effect.node)
                     if key not in shard.latest:
                         shard.items.append(key)
@@ -201,3 +210,7 @@ class Executor:
             renew_lease(self._kube, effect, node_uid=uid, duration_s=self._lease_duration)
         elif isinstance(effect, ReportNodeStatus):
             report_node_status(self._kube, effect)
+        elif isinstance(effect, RecordNodeEvent):
+            record_node_event(self._kube, effect)
+        elif isinstance(effect, RecordMemoryCheckpoint):
+            record_memory_checkpoint(self._kube, effect)

@@ -60,11 +60,15 @@ class Fleet:
         self._phases = random.Random(f"{settings.seed}/heartbeats")
         self._since = clock()
 
-    def start(self, pods: Iterable[Mapping[str, Any]]) -> list[Effect]:
-        """Rebuild every node from the pods on the API (controller start), publish every
-        node's NRT and podresources at once, and arm the periodic timers."""
+    def start(
+        self, pods: Iterable[Mapping[str, Any]], recorded: Mapping[str, str] | None = None
+    ) -> list[Effect]:
+        """Rebuild every node from the pods on the API and its recorded Memory Manager
+        state (``recorded``: node -> the Node's annotation, where present) at controller
+        start, publish every node's NRT and podresources at once, and arm the periodic
+        timers."""
         now = self.clock()
-        effects = self._recover(pods, now)
+        effects = self._recover(pods, recorded or {}, now)
         for model in self.nodes.values():
             effects += model.missing_foreign(self.settings.controller)
             effects += model.publish_now()
@@ -81,7 +85,9 @@ class Fleet:
     def _phase(self, interval: float) -> float:
         return self._phases.uniform(0.5, 1.0) * interval
 
-    def _recover(self, pods: Iterable[Mapping[str, Any]], now: float) -> list[Effect]:
+    def _recover(
+        self, pods: Iterable[Mapping[str, Any]], recorded: Mapping[str, str], now: float
+    ) -> list[Effect]:
         per_node: dict[str, list[ObservedPod]] = defaultdict(list)
         for manifest in pods:
             pod = observe_pod(manifest)
@@ -90,7 +96,7 @@ class Fleet:
         effects: list[Effect] = []
         for name, model in self.nodes.items():
             ordered = sorted(per_node.get(name, ()), key=recovery_order)
-            effects += model.recover(ordered, now)
+            effects += model.recover(ordered, now, recorded.get(name))
         return effects
 
     def resync(self, pods: Iterable[Mapping[str, Any]]) -> list[Effect]:
@@ -151,8 +157,11 @@ class Fleet:
         return model.fire(kind, pod_key, now)
 
     def _node_status(self, model: NodeModel, now: float) -> ReportNodeStatus:
-        """The node's status with heartbeat times ``now`` (Ready since the controller began)."""
-        status = node_status(model.profile, model.identity, at=now, since=self._since)
+        """The node's status with heartbeat times ``now`` (Ready since the controller began,
+        or not Ready since then when its kubelet refused to start)."""
+        status = node_status(
+            model.profile, model.identity, at=now, since=self._since, not_ready=model.not_ready
+        )
         return ReportNodeStatus(model.name, status)
 
     def pending_publications(self) -> int:

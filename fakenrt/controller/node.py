@@ -4,7 +4,9 @@ A :class:`NodeModel` owns the node's :class:`~fakenrt.kubelet.node.NodeState` (t
 Topology Manager simulator), the pods bound to it and its :class:`LagPipeline`. It reacts
 to pods seen on the watch and to its timers (start, completion, NRT publication, refresh)
 and answers with :mod:`effects`; it performs no I/O. Timers live in a queue shared by every node of
-the fleet, keyed ``(kind, node, pod key)``.
+the fleet, keyed ``(kind, node, pod key)``. With the static Memory Manager it records the
+manager's checkpoint on the Node and, at start, refuses to run on one the kubelet would
+refuse (:meth:`NodeModel.recover`): the node then stays down, like a kubelet that exits.
 """
 
 from __future__ import annotations
@@ -21,12 +23,15 @@ from fakenrt.controller.effects import (
     Effect,
     PatchPodStatus,
     PublishNrt,
+    RecordMemoryCheckpoint,
+    RecordNodeEvent,
     RecordPodEvent,
     ServePodResources,
+    WithdrawPodResources,
 )
 from fakenrt.controller.foreign import foreign_pod_object
 from fakenrt.controller.lag import LagPipeline
-from fakenrt.controller.nodeobjects import NodeIdentity
+from fakenrt.controller.nodeobjects import MEMORY_STATE_ANNOTATION, NodeIdentity
 from fakenrt.controller.pods import (
     ALLOCATION_ANNOTATION,
     RUN_DURATION_ANNOTATION,
@@ -44,6 +49,11 @@ from fakenrt.controller.timers import TimerQueue
 from fakenrt.durations import DurationError, parse_duration
 from fakenrt.kubelet.allocation import UNEXPECTED_ADMISSION_ERROR, PodAllocation
 from fakenrt.kubelet.allocation_codec import decode_allocation, encode_allocation
+from fakenrt.kubelet.memory_checkpoint import (
+    MemoryCheckpointError,
+    decode_memory_checkpoint,
+    encode_memory_checkpoint,
+)
 from fakenrt.kubelet.node import NodeState
 from fakenrt.nrt import render_nrt
 from fakenrt.nrt.loaded import exclusive_pods, foreign_pods, holds_exclusive, node_allocations
@@ -52,6 +62,11 @@ from fakenrt.profiles.model import NodeProfile
 
 #: Reason of the Warning event on a pod whose recorded allocation could not be restored.
 ALLOCATION_NOT_RESTORED = "AllocationNotRestored"
+#: Reason of the Ready=False condition and the Warning event on a Node whose simulated
+#: kubelet refuses to start on its recorded Memory Manager state.
+MEMORY_STATE_INVALID = "MemoryManagerStateInvalid"
+#: Reason of the Warning event on a Node whose recorded Memory Manager state is unreadable.
+MEMORY_STATE_UNREADABLE = "MemoryManagerStateUnreadable"
 
 TimerKey = tuple[str, str, str]
 START, COMPLETE, PUBLISH, REFRESH = "start", "complete", "publish", "refresh"
@@ -136,6 +151,11 @@ class NodeModel:
         self.published: NrtSnapshot | None = None
         self.admissions = 0
         self.rejections = 0
+        #: Why the simulated kubelet refused to start (its recorded Memory Manager state is
+        #: not the one its blocks give); None when it runs. Set by :meth:`recover` only.
+        self.refused: str | None = None
+        # The Memory Manager state last recorded on the Node (None: none known).
+        self._recorded_state: str | None = None
 
     @property
     def name(self) -> str:
@@ -167,29 +187,56 @@ class NodeModel:
         )
 
     def _changed(self, now: float) -> list[Effect]:
-        """The node's allocations changed: serve them at once, publish them after the lag."""
-        served = ServePodResources(self.name, node_allocations(self.state))
+        """The node's allocations changed: serve them and record the Memory Manager's
+        state at once, publish them after the lag."""
+        served: list[Effect] = [
+            ServePodResources(self.name, node_allocations(self.state)),
+            *self._record_state(),
+        ]
         due = self.lag.push(now, self.snapshot())
         if due <= now:  # no lag: visible at once
-            return [served, *self._publish_due(now)]
+            return [*served, *self._publish_due(now)]
         self._timers.set_if_earlier(self._key(PUBLISH), due)
-        return [served]
+        return served
+
+    def _record_state(self) -> list[Effect]:
+        """Record the static Memory Manager's state on the Node when it changed (the
+        kubelet's ``memory_manager_state``)."""
+        checkpoint = self.state.memory_checkpoint()
+        if checkpoint is None:
+            return []
+        value = encode_memory_checkpoint(checkpoint)
+        if value == self._recorded_state:
+            return []
+        self._recorded_state = value
+        return [RecordMemoryCheckpoint(self.name, value)]
 
     def publish_now(self) -> list[Effect]:
         """Publish the current state at once, dropping pending lagged changes (used after a
-        (re)start, when the state rebuilt from the API is the truth)."""
+        (re)start, when the state rebuilt from the API is the truth). A node whose kubelet
+        refused to start publishes nothing and serves no podresources."""
+        if self.refused is not None:
+            return [WithdrawPodResources(self.name)]
         self.lag.clear()
         self._timers.cancel(self._key(PUBLISH))
         self.published = self.snapshot()
         return [
             PublishNrt(self.name, self.render(self.published)),
             ServePodResources(self.name, node_allocations(self.state)),
+            *self._record_state(),
         ]
+
+    @property
+    def not_ready(self) -> tuple[str, str] | None:
+        """The Ready condition's (reason, message) while the kubelet refuses to start."""
+        return None if self.refused is None else (MEMORY_STATE_INVALID, self.refused)
 
     # ---- pods from the watch ---------------------------------------------------------
 
     def observe(self, pod: ObservedPod, now: float) -> list[Effect]:
         """A pod bound to this node was added or modified."""
+        if self.refused is not None:
+            return []  # no kubelet runs: the pod is left as it is
         tracked = self.pods.get(pod.key)
         if tracked is not None and tracked.pod.uid != pod.uid:
             # The name was reused and the old pod's deletion was missed: forget the old one.
@@ -225,6 +272,8 @@ class NodeModel:
 
     def deleted(self, pod: ObservedPod, now: float) -> list[Effect]:
         """The Pod object is gone."""
+        if self.refused is not None:
+            return []
         self._deleting.discard(pod.uid)
         tracked = self.pods.get(pod.key)
         if tracked is None or tracked.pod.uid != pod.uid:
@@ -268,14 +317,21 @@ class NodeModel:
 
     # ---- admission -------------------------------------------------------------------
 
-    def recover(self, pods: Iterable[ObservedPod], now: float) -> list[Effect]:
+    def recover(
+        self, pods: Iterable[ObservedPod], now: float, recorded_state: str | None = None
+    ) -> list[Effect]:
         """Rebuild the node from the pods found on the API after a (re)start, given in
-        recovery order (see ``pods.recovery_order``). First every pod that carries its
-        recorded allocation gets exactly that back (:meth:`NodeState.restore`, as a kubelet
-        restores its checkpoints); then the others - never seen, recorded allocation
-        missing, unreadable or no longer applicable (a Warning event says why) - go through
-        admission as if just bound. Pods keep their sequence numbers."""
-        effects: list[Effect] = []
+        recovery order (see ``pods.recovery_order``), and ``recorded_state``, the Memory
+        Manager state found on the Node (:meth:`_check_recorded_state`: a kubelet that
+        refuses it does not start, and nothing else happens). First every pod that carries
+        its recorded allocation gets exactly that back (:meth:`NodeState.restore`, as a
+        kubelet restores its checkpoints); then the others - never seen, recorded
+        allocation missing, unreadable or no longer applicable (a Warning event says why) -
+        go through admission as if just bound. Pods keep their sequence numbers."""
+        effects = self._check_recorded_state(recorded_state, now)
+        if self.refused is not None:
+            return effects
+        on_the_node = self._recorded_state
         ordered = list(pods)
         known = [p.sequence for p in ordered if p.sequence is not None]
         self._next_sequence = max([self._next_sequence - 1, *known]) + 1
@@ -294,7 +350,42 @@ class NodeModel:
         # The rebuilt state is published whole afterwards (publish_now), not step by step.
         self.lag.clear()
         self._timers.cancel(self._key(PUBLISH))
-        return [e for e in effects if not isinstance(e, PublishNrt | ServePodResources)]
+        self._recorded_state = on_the_node  # the rebuilt state is recorded by publish_now
+        later = PublishNrt | ServePodResources | RecordMemoryCheckpoint
+        return [e for e in effects if not isinstance(e, later)]
+
+    def _check_recorded_state(self, value: str | None, now: float) -> list[Effect]:
+        """What a static Memory Manager does with its checkpoint at start: recompute the
+        machine state from the recorded blocks and refuse to start when the recorded
+        machine state differs (``validateState``, ``memorymanager/policy_static.go``;
+        the kubelet exits with "Invalid state, please drain node and remove policy state
+        file"). Then :attr:`refused` says why and the node stays down until the recorded
+        state is removed and the controller restarted. No recorded state (a controller
+        that did not record it), or a node whose Memory Manager is not Static: nothing to
+        check. An unreadable one gets a Warning event naming the field and counts as
+        absent."""
+        if value is None or self.profile.kubelet.memory_manager_policy != "Static":
+            return []
+        try:
+            checkpoint = decode_memory_checkpoint(value)
+        except MemoryCheckpointError as exc:
+            message = (
+                f"node {self.name}: annotation {MEMORY_STATE_ANNOTATION}: {exc}; ignored, "
+                f"as if absent"
+            )
+            return [self._node_warning(MEMORY_STATE_UNREADABLE, message, now)]
+        self._recorded_state = value
+        problem = self.state.checkpoint_problem(checkpoint)
+        if problem is None:
+            return []
+        self.refused = (
+            f"simulated kubelet cannot start, invalid recorded state: {problem}; drain the "
+            f"node, remove the annotation {MEMORY_STATE_ANNOTATION} and restart the controller"
+        )
+        return [self._node_warning(MEMORY_STATE_INVALID, self.refused, now)]
+
+    def _node_warning(self, reason: str, message: str, now: float) -> RecordNodeEvent:
+        return RecordNodeEvent(self.name, "Warning", reason, message, now)
 
     def _recorded(self, pod: ObservedPod) -> tuple[PodAllocation | None, str | None]:
         """Restore the pod's recorded allocation into the node's state. Returns it, or None
@@ -326,6 +417,8 @@ class NodeModel:
 
     def missing_foreign(self, controller: str) -> list[Effect]:
         """Create the foreign pods the API does not have (after :meth:`recover`)."""
+        if self.refused is not None:
+            return []
         return [
             CreatePod(
                 self.name,
@@ -460,6 +553,8 @@ class NodeModel:
 
     def fire(self, kind: str, pod_key: str, now: float) -> list[Effect]:
         """A timer of this node went off."""
+        if self.refused is not None:
+            return []
         if kind == PUBLISH:
             return self._publish_due(now)
         if kind == REFRESH:

@@ -25,6 +25,9 @@ FAKE_NODE_LABEL = "fakenrt.io/fake-node"
 CONTROLLER_LABEL = "fakenrt.io/controller"
 TAINT_KEY = "fakenrt.io/fake-node"
 LEASE_NAMESPACE = "kube-node-lease"
+#: Annotation on a fake Node holding its simulated kubelet's Memory Manager checkpoint
+#: (``memory_manager_state``), re-read when the controller starts.
+MEMORY_STATE_ANNOTATION = "fakenrt.io/memory-manager-state"
 KUBELET_VERSION = f"v1.36.0-fakenrt.{__version__}"
 _NODE_NET = ipaddress.IPv4Network("100.64.0.0/10")
 
@@ -138,11 +141,20 @@ _HEALTHY = (
 
 
 def node_status(
-    profile: NodeProfile, identity: NodeIdentity, *, at: float, since: float | None = None
+    profile: NodeProfile,
+    identity: NodeIdentity,
+    *,
+    at: float,
+    since: float | None = None,
+    not_ready: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
     """The Node ``status`` a kubelet would report: capacity, allocatable, conditions
-    (heartbeat ``at``; unchanged since ``since``, default ``at``)."""
+    (heartbeat ``at``; unchanged since ``since``, default ``at``). ``not_ready``
+    (reason, message): the Ready condition is False with them."""
     since = at if since is None else since
+    conditions = list(_HEALTHY)
+    if not_ready is not None:
+        conditions[-1] = ("Ready", "False", *not_ready)
     return {
         "capacity": _quantities(node_capacity(profile)),
         "allocatable": _quantities(node_allocatable(profile)),
@@ -155,7 +167,7 @@ def node_status(
                 "lastHeartbeatTime": rfc3339(at),
                 "lastTransitionTime": rfc3339(since),
             }
-            for kind, status, reason, message in _HEALTHY
+            for kind, status, reason, message in conditions
         ],
         "addresses": [
             {"type": "InternalIP", "address": identity.internal_ip},

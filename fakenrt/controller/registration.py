@@ -13,11 +13,12 @@ import contextlib
 import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from exporter.kubeclient import STRATEGIC_MERGE_PATCH, KubeClient, path
 from exporter.kubeerrors import Conflict, NotFound
 from fakenrt.controller.nodeobjects import (
+    MEMORY_STATE_ANNOTATION,
     NodeIdentity,
     is_owned,
     merged_taints,
@@ -34,11 +35,14 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Registration:
-    """The outcome of registering a fleet: node name -> uid for the nodes served, and the
-    profiles skipped because a node of that name is not ours."""
+    """The outcome of registering a fleet: node name -> uid for the nodes served, the
+    profiles skipped because a node of that name is not ours, and node name -> the
+    recorded Memory Manager state found on the Node (annotation
+    ``fakenrt.io/memory-manager-state``), where present."""
 
     node_uids: dict[str, str]
     foreign: tuple[str, ...]
+    memory_states: dict[str, str] = field(default_factory=dict)
 
 
 def register_nodes(
@@ -52,7 +56,7 @@ def register_nodes(
 ) -> Registration:
     """Create or update every node (``workers`` at a time); report the foreign ones."""
 
-    def one(entry: tuple[NodeProfile, NodeIdentity]) -> tuple[str, str | None]:
+    def one(entry: tuple[NodeProfile, NodeIdentity]) -> tuple[str, _Registered | None]:
         profile, identity = entry
         return profile.name, _register(
             kube, profile, identity=identity, controller=controller, taint=taint, now=now
@@ -60,9 +64,20 @@ def register_nodes(
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fakenrt-register") as pool:
         results = list(pool.map(one, nodes))
-    uids = {name: uid for name, uid in results if uid is not None}
-    foreign = tuple(name for name, uid in results if uid is None)
-    return Registration(uids, foreign)
+    uids = {name: got.uid for name, got in results if got is not None}
+    foreign = tuple(name for name, got in results if got is None)
+    states = {
+        name: got.memory_state
+        for name, got in results
+        if got is not None and got.memory_state is not None
+    }
+    return Registration(uids, foreign, states)
+
+
+@dataclass(frozen=True)
+class _Registered:
+    uid: str
+    memory_state: str | None
 
 
 def _register(
@@ -73,8 +88,9 @@ def _register(
     controller: str,
     taint: bool,
     now: float,
-) -> str | None:
-    """The node's uid, or None when a node of that name exists and is not ours."""
+) -> _Registered | None:
+    """The node's uid and recorded Memory Manager state, or None when a node of that name
+    exists and is not ours."""
     desired = node_object(profile, identity, controller=controller, taint=taint)
     node_path = path("api", "v1", "nodes", profile.name)
     try:
@@ -113,7 +129,9 @@ def _register(
         {"status": node_status(profile, identity, at=now)},
         content_type=STRATEGIC_MERGE_PATCH,
     )
-    return str(patched["metadata"]["uid"])
+    annotations = patched["metadata"].get("annotations") or {}
+    state = annotations.get(MEMORY_STATE_ANNOTATION)
+    return _Registered(str(patched["metadata"]["uid"]), state if isinstance(state, str) else None)
 
 
 def remove_nodes(kube: KubeClient, *, controller: str) -> list[str]:

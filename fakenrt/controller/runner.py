@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from exporter.kubeclient import KubeClient
 from fakenrt.controller.effects import Effect, ServePodResources
-from fakenrt.controller.executor import Executor
+from fakenrt.controller.executor import Executor, SocketEffect
 from fakenrt.controller.fleet import Fleet
 from fakenrt.controller.metrics import Snapshot
 from fakenrt.controller.nodeobjects import NodeIdentity
@@ -123,7 +123,7 @@ class Controller:
             rng=random.Random(f"{self.settings.seed}/executor"),
         )
         pods, version = list_bound_pods(self.kube)
-        self.executor.submit(self.fleet.start(pods))
+        self.executor.submit(self.fleet.start(pods, registration.memory_states))
         self.watcher = PodWatcher(
             self.kube,
             self.inbox,
@@ -137,9 +137,13 @@ class Controller:
             len(served), len(self.foreign), ", ".join(p.name for p, _ in served[:10]),
         )  # fmt: skip
 
-    def _serve(self, effect: ServePodResources) -> None:
-        if self.endpoints is not None:
+    def _serve(self, effect: SocketEffect) -> None:
+        if self.endpoints is None:
+            return
+        if isinstance(effect, ServePodResources):
             self.endpoints.serve(effect.node, effect.allocations)
+        else:
+            self.endpoints.withdraw(effect.node)
 
     # ---- loop ------------------------------------------------------------------------
 

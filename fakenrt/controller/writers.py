@@ -5,7 +5,10 @@ the way the kubelet (or NFD / RTE for NRT objects) would:
 
 * pod status: strategic-merge patch of ``pods/status`` with a uid precondition; a pod
   that is gone (404) or was replaced by a namesake (422 on ``metadata.uid``) is skipped;
-* events: core/v1 Events named ``<pod>.<hex nanoseconds>`` like the kubelet's recorder;
+* events: core/v1 Events named ``<pod>.<hex nanoseconds>`` like the kubelet's recorder
+  (Node events: ``<node>.<hex nanoseconds>`` in ``default``, the Node's uid being its
+  name, as the kubelet's node reference has it);
+* the Memory Manager's recorded state: merge patch of one Node annotation;
 * deletion: ``DELETE`` with grace period 0 and a uid precondition (404 / 409: done);
 * creation of the foreign pods: ``POST`` (409, it exists: done);
 * NRT: create, or update with the last seen resourceVersion; a conflict re-reads the
@@ -29,11 +32,18 @@ from fakenrt.controller.effects import (
     DeletePod,
     PatchPodStatus,
     PublishNrt,
+    RecordMemoryCheckpoint,
+    RecordNodeEvent,
     RecordPodEvent,
     RenewLease,
     ReportNodeStatus,
 )
-from fakenrt.controller.nodeobjects import CONTROLLER_LABEL, LEASE_NAMESPACE, lease_object
+from fakenrt.controller.nodeobjects import (
+    CONTROLLER_LABEL,
+    LEASE_NAMESPACE,
+    MEMORY_STATE_ANNOTATION,
+    lease_object,
+)
 from fakenrt.controller.timestamps import micro_time, rfc3339
 from fakenrt.nrt.render import API_VERSION, KIND, NRT_GROUP, NRT_PLURAL, NRT_VERSION
 
@@ -76,21 +86,35 @@ def patch_pod_status(kube: KubeClient, effect: PatchPodStatus) -> bool:
 
 
 def record_event(kube: KubeClient, effect: RecordPodEvent) -> None:
+    involved = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "namespace": effect.namespace,
+        "name": effect.name,
+        "uid": effect.uid,
+    }
+    _create_event(kube, effect, namespace=effect.namespace, name=effect.name, involved=involved)
+
+
+def record_node_event(kube: KubeClient, effect: RecordNodeEvent) -> None:
+    involved = {"apiVersion": "v1", "kind": "Node", "name": effect.node, "uid": effect.node}
+    _create_event(kube, effect, namespace="default", name=effect.node, involved=involved)
+
+
+def _create_event(
+    kube: KubeClient,
+    effect: RecordPodEvent | RecordNodeEvent,
+    *,
+    namespace: str,
+    name: str,
+    involved: Mapping[str, str],
+) -> None:
     stamp = rfc3339(effect.at)
     body = {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {
-            "name": f"{effect.name}.{int(effect.at * 1e9):x}",
-            "namespace": effect.namespace,
-        },
-        "involvedObject": {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "namespace": effect.namespace,
-            "name": effect.name,
-            "uid": effect.uid,
-        },
+        "metadata": {"name": f"{name}.{int(effect.at * 1e9):x}", "namespace": namespace},
+        "involvedObject": dict(involved),
         "type": effect.type,
         "reason": effect.reason,
         "message": effect.message,
@@ -104,7 +128,7 @@ def record_event(kube: KubeClient, effect: RecordPodEvent) -> None:
     }
     # NotFound: the namespace is being deleted; Conflict: this event was recorded already.
     with contextlib.suppress(NotFound, Conflict):
-        kube.create(path("api", "v1", "namespaces", effect.namespace, "events"), body)
+        kube.create(path("api", "v1", "namespaces", namespace, "events"), body)
 
 
 def delete_pod(kube: KubeClient, effect: DeletePod) -> None:
@@ -135,6 +159,13 @@ def renew_lease(kube: KubeClient, effect: RenewLease, *, node_uid: str, duration
             )
         except Conflict:
             kube.patch(lease_path(effect.node), {"spec": spec})
+
+
+def record_memory_checkpoint(kube: KubeClient, effect: RecordMemoryCheckpoint) -> None:
+    """Merge-patch the Node's recorded Memory Manager state (a Node gone: nothing to do)."""
+    body = {"metadata": {"annotations": {MEMORY_STATE_ANNOTATION: effect.value}}}
+    with contextlib.suppress(NotFound):
+        kube.patch(path("api", "v1", "nodes", effect.node), body)
 
 
 def report_node_status(kube: KubeClient, effect: ReportNodeStatus) -> None:

@@ -34,6 +34,7 @@ from fakenrt.kubelet.allocation import (
     PodAllocation,
 )
 from fakenrt.kubelet.cpu_assignment import CpuAllocationError, take_cpus
+from fakenrt.kubelet.memory_checkpoint import MemoryCheckpoint, checkpoint_problem
 from fakenrt.kubelet.numa_info import NumaInfo
 from fakenrt.kubelet.policies import PolicyError, new_policy
 from fakenrt.kubelet.policy import Policy
@@ -45,10 +46,8 @@ from fakenrt.kubelet.provider_memory import (
     MachineState,
     MemoryProvider,
     clone_state,
-    expected_machine_state,
     initial_machine_state,
     is_memory_type,
-    machine_state_difference,
     release_blocks,
     update_machine_state,
 )
@@ -372,11 +371,26 @@ class NodeState:
         first node again, where the one-node block's bytes now sit. Blocks are
         recomputed in admission order (the kubelet iterates a map; a node whose blocks
         have different NUMA sets may be refused under other orders too)."""
+        checkpoint = self.memory_checkpoint()
+        return None if checkpoint is None else self.checkpoint_problem(checkpoint)
+
+    def memory_checkpoint(self) -> MemoryCheckpoint | None:
+        """What the static Memory Manager's checkpoint holds now: the machine state and
+        every pod's blocks in admission order (None when the policy is not Static). The
+        machine state is the node's own, not a copy (the node replaces it on every
+        change and never modifies it in place): read it, do not modify it."""
         if not self._s.memory_static:
             return None
-        initial = NodeState.from_profile(self.profile)._mem
         blocks = tuple(b for pod in self._pods for b in self._blocks.get(pod, ()))
-        problem = machine_state_difference(self._mem, expected_machine_state(initial, blocks))
+        return MemoryCheckpoint(self._mem, blocks)
+
+    def checkpoint_problem(self, checkpoint: MemoryCheckpoint) -> str | None:
+        """Why a kubelet configured as this node refuses to start on ``checkpoint`` (see
+        :func:`fakenrt.kubelet.memory_checkpoint.checkpoint_problem`), or None; always
+        None when the node's Memory Manager is not Static."""
+        if not self._s.memory_static:
+            return None
+        problem = checkpoint_problem(NodeState.from_profile(self.profile)._mem, checkpoint)
         if problem is None:
             return None
         return f"node {self.profile.name}: memory manager: {problem}"

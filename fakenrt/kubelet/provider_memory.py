@@ -160,7 +160,23 @@ def machine_state_difference(checkpointed: MachineState, expected: MachineState)
     checkpointed machine state different from the expected one, or None: per NUMA node
     the number of blocks and the group must be equal, and per memory type the free and
     reserved bytes summed over the node's group (a group's split among its nodes is not
-    compared)."""
+    compared). The two must also have the same NUMA nodes, memory types and allocatable
+    bytes (a checkpoint written under another machine or reservation is refused)."""
+    if sorted(checkpointed) != sorted(expected):
+        return f"the checkpoint has NUMA nodes {sorted(checkpointed)}, the node {sorted(expected)}"
+    for node in sorted(checkpointed):
+        live, want = checkpointed[node], expected[node]
+        if sorted(live.tables) != sorted(want.tables):
+            return (
+                f"NUMA node {node} has memory types {sorted(live.tables)} in the checkpoint, "
+                f"{sorted(want.tables)} on the node"
+            )
+        for kind in sorted(live.tables):
+            if live.tables[kind].allocatable != want.tables[kind].allocatable:
+                return (
+                    f"NUMA node {node} has {live.tables[kind].allocatable} bytes of {kind} "
+                    f"allocatable in the checkpoint, {want.tables[kind].allocatable} on the node"
+                )
     for node in sorted(checkpointed):
         live, want = checkpointed[node], expected[node]
         if live.assignments != want.assignments:
@@ -180,6 +196,13 @@ def machine_state_difference(checkpointed: MachineState, expected: MachineState)
                 return (
                     f"NUMA nodes {sorted(live.cells)} have {free} bytes of {kind} free, their "
                     f"checkpointed blocks leave {expected_free}"
+                )
+            reserved = sum(checkpointed[n].tables[kind].reserved for n in live.cells)
+            expected_reserved = sum(expected[n].tables[kind].reserved for n in live.cells)
+            if reserved != expected_reserved:
+                return (
+                    f"NUMA nodes {sorted(live.cells)} have {reserved} bytes of {kind} reserved, "
+                    f"their checkpointed blocks reserve {expected_reserved}"
                 )
     return None
 

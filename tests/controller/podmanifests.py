@@ -20,12 +20,22 @@ def pod(
     annotations: dict[str, str] | None = None,
     uid: str | None = None,
     created: str = "2027-01-01T00:00:00Z",
+    init: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A one-container pod bound to ``node`` (Guaranteed unless told otherwise)."""
+    """A one-container pod bound to ``node`` (Guaranteed unless told otherwise); ``init``:
+    the limits of a regular init container ``init`` before it."""
     limits: dict[str, Any] = {"cpu": cpu, "memory": memory}
     if gpus:
         limits["nvidia.com/gpu"] = str(gpus)
     resources: dict[str, Any] = {"limits": limits} if guaranteed else {"requests": limits}
+    spec: dict[str, Any] = {
+        "nodeName": node,
+        "containers": [{"name": "main", "image": "busybox", "resources": resources}],
+    }
+    if init is not None:
+        spec["initContainers"] = [
+            {"name": "init", "image": "busybox", "resources": {"limits": dict(init)}}
+        ]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -37,9 +47,6 @@ def pod(
             "resourceVersion": "1",
             "annotations": dict(annotations or {}),
         },
-        "spec": {
-            "nodeName": node,
-            "containers": [{"name": "main", "image": "busybox", "resources": resources}],
-        },
+        "spec": spec,
         "status": {"phase": "Pending"},
     }

@@ -15,10 +15,12 @@ from fakenrt.controller.effects import (
     DeletePod,
     PatchPodStatus,
     PublishNrt,
+    RecordMemoryCheckpoint,
+    RecordNodeEvent,
     RecordPodEvent,
     RenewLease,
 )
-from fakenrt.controller.nodeobjects import CONTROLLER_LABEL
+from fakenrt.controller.nodeobjects import CONTROLLER_LABEL, MEMORY_STATE_ANNOTATION
 from fakenrt.controller.writers import (
     NrtWriter,
     delete_pod,
@@ -26,10 +28,13 @@ from fakenrt.controller.writers import (
     nrt_path,
     patch_pod_status,
     record_event,
+    record_memory_checkpoint,
+    record_node_event,
     renew_lease,
 )
 from fakenrt.nrt import render_nrt
 from tests.controller.conftest import make_profiles, two_numa_profile, unique
+from tests.controlplane.helpers import create_fake_node
 
 pytestmark = pytest.mark.controlplane
 
@@ -121,3 +126,32 @@ def test_event_and_deletion_with_grace_zero(
     with pytest.raises(NotFound):
         kube.get(path("api", "v1", "namespaces", namespace, "pods", "p"))
     delete_pod(kube, DeletePod("n1", namespace, "p", uid))  # already gone: no error
+
+
+def test_memory_state_annotation_and_node_event(
+    kube: KubeClient, api_client: client.ApiClient
+) -> None:
+    """The recorded Memory Manager state is one annotation, replaced alone (the Node's other
+    annotations stay); a Node that is gone is no error. Node events go to ``default``."""
+    node = unique("fake")
+    create_fake_node(api_client, node)
+    kube.patch(path("api", "v1", "nodes", node), {"metadata": {"annotations": {"other": "x"}}})
+    for value in ("first", "second"):
+        record_memory_checkpoint(kube, RecordMemoryCheckpoint(node, value))
+    annotations = kube.get(path("api", "v1", "nodes", node))["metadata"]["annotations"]
+    assert annotations[MEMORY_STATE_ANNOTATION] == "second" and annotations["other"] == "x"
+    record_memory_checkpoint(kube, RecordMemoryCheckpoint(unique("gone"), "x"))
+    record_node_event(kube, RecordNodeEvent(node, "Warning", "Why", "because", 1_800_000_000.0))
+    events, _ = kube.list_all(
+        path("api", "v1", "namespaces", "default", "events"),
+        fieldSelector=f"involvedObject.name={node}",
+    )
+    (event,) = events
+    assert event["involvedObject"] == {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "name": node,
+        "uid": node,
+    }
+    assert (event["type"], event["reason"], event["message"]) == ("Warning", "Why", "because")
+    assert event["source"] == {"component": "kubelet", "host": node}
