@@ -86,7 +86,7 @@ kind-test: $(VENV)/.installed-dev
 	@echo "== kind: tests (cluster up with the project image, scenarios a-f in-cluster, scenario g, cluster deleted)"
 	$(BIN)/pytest --kind -m 'kind or controlplane' tests/e2e tests/kind
 	@echo "== kind: real kubelets v1.36.3 on fake NUMA topologies (one cluster): the e2e scenarios a-f (docs/e2e.md), then the oracle - 13 fixed + 50 seeded random scenarios (docs/real-kubelet.md), then fakenrt nrt publish on 3 of them (docs/nrt.md)"
-	$(BIN)/pytest --kind --real-kubelet -m 'kind or controlplane' tests/e2e tests/realnode tests/nrtpub
+	$(BIN)/pytest --kind --real-kubelet -m 'kind or controlplane' tests/e2e tests/realnode tests/nrtpub/test_real_kubelet.py
 
 test: $(VENV)/.installed-dev
 	tests/controlplane/build.sh >/dev/null
