@@ -37,6 +37,7 @@ from fakenrt.kubelet.allocation import (
     MemoryBlock,
     PodAllocation,
 )
+from fakenrt.kubelet.strict_json import loads_strict
 
 VERSION = 1
 _KINDS = (INIT, SIDECAR, REGULAR)
@@ -76,12 +77,7 @@ def _encode_container(c: ContainerAllocation) -> dict[str, Any]:
 
 def decode_allocation(text: str, *, namespace: str, name: str) -> PodAllocation:
     """Parse :func:`encode_allocation`'s output for the pod ``namespace/name``."""
-    try:
-        raw = json.loads(text, object_pairs_hook=_no_duplicates)
-    except AllocationCodecError:
-        raise
-    except ValueError as exc:
-        raise AllocationCodecError(f"not JSON: {exc}") from None
+    raw = loads_strict(text, AllocationCodecError)
     obj = _object(raw, "the allocation", required=("v", "uid", "containers"))
     if type(obj["v"]) is not int or obj["v"] != VERSION:
         raise AllocationCodecError(f"v: unsupported version {obj['v']!r} (expected {VERSION})")
@@ -133,15 +129,6 @@ def _decode_block(raw: Any, where: str) -> MemoryBlock:
         raise AllocationCodecError(f"{where}.size: expected a whole number of bytes >= 0")
     numa = _cpulist(obj["numa"], f"{where}.numa", allow_empty=False)
     return MemoryBlock(kind, size, numa)
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise AllocationCodecError(f"field {key!r} appears twice")
-        out[key] = value
-    return out
 
 
 def _object(

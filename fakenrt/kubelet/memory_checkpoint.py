@@ -42,6 +42,7 @@ from fakenrt.kubelet.provider_memory import (
     is_memory_type,
     machine_state_difference,
 )
+from fakenrt.kubelet.strict_json import loads_strict
 
 VERSION = 1
 #: NUMA ids are one or two digits (a kubelet bitmask holds 64), which also bounds what a
@@ -96,12 +97,7 @@ def encode_memory_checkpoint(checkpoint: MemoryCheckpoint) -> str:
 
 def decode_memory_checkpoint(text: str) -> MemoryCheckpoint:
     """Parse :func:`encode_memory_checkpoint`'s output."""
-    try:
-        raw = json.loads(text, object_pairs_hook=_no_duplicates)
-    except MemoryCheckpointError:
-        raise
-    except (ValueError, RecursionError) as exc:
-        raise MemoryCheckpointError(f"not JSON: {exc}") from None
+    raw = loads_strict(text, MemoryCheckpointError)
     obj = _object(raw, "the checkpoint", ("v", "numa", "blocks"))
     if type(obj["v"]) is not int or obj["v"] != VERSION:
         raise MemoryCheckpointError(f"v: unsupported version {obj['v']!r} (expected {VERSION})")
@@ -143,15 +139,6 @@ def _block(raw: Any, where: str) -> Block:
         raise MemoryCheckpointError(f"{where}.type: not memory or hugepages-<size>")
     size = _count(obj["size"], f"{where}.size")
     return Block(kind, size, tuple(sorted(_cpulist(obj["numa"], f"{where}.numa"))))
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise MemoryCheckpointError(f"field {key!r} appears twice")
-        out[key] = value
-    return out
 
 
 def _object(raw: Any, where: str, fields: tuple[str, ...]) -> Mapping[str, Any]:

@@ -117,6 +117,7 @@ def _doc(**container: object) -> str:
 
 BAD = [
     pytest.param("{", "not JSON", id="not-json"),
+    pytest.param("[" * 100_000, "not JSON", id="deeply-nested"),
     pytest.param("[]", "the allocation: expected an object", id="not-an-object"),
     pytest.param('{"v":1,"uid":"u"}', "the allocation: missing field 'containers'", id="missing"),
     pytest.param(
