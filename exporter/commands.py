@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import json
-import signal
 import ssl
 import sys
 from pathlib import Path
 
-from exporter import __version__, logs
+from exporter import __version__, logs, stopsignals
 from exporter.kube_pods import PodApi
 from exporter.kubeclient import KubeClient
 from exporter.kubeconfig import KubeconfigError, from_kubeconfig, in_cluster
 from exporter.kubeerrors import ApiError
 from exporter.podresources_client import PodResourcesError
 from exporter.sysfs import SysfsError
-
-#: The signals that stop the daemon (the kubelet sends SIGTERM).
-STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})
 
 
 class CommandError(Exception):
@@ -48,28 +44,28 @@ def run_command(
     """Run the exporter daemon for one node until SIGTERM."""
     logs.configure(log_level)
     kube = _kube_client(kubeconfig)
-    # before the first thread starts: every thread inherits SIGTERM and SIGINT blocked,
-    # and the daemon waits for them in this one (daemon.run)
-    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-    # the node's pod list goes out now: the API server answers while the daemon's
-    # modules load (the first annotation waits for both)
-    first_pod_list = PodApi(kube).prefetch_node_pods(node_name)
-    from exporter.daemon import Options, run
+    # from before the first thread starts: every thread inherits SIGTERM and SIGINT
+    # blocked, and the daemon waits for them in this one (daemon.run)
+    with stopsignals.blocked():
+        # the node's pod list goes out now: the API server answers while the daemon's
+        # modules load (the first annotation waits for both)
+        first_pod_list = PodApi(kube).prefetch_node_pods(node_name)
+        from exporter.daemon import Options, run
 
-    options = Options(
-        node_name=node_name,
-        podresources_socket=podresources_socket,
-        sysfs_root=sysfs_root,
-        poll_interval_s=poll_interval,
-        metrics_bind_address=metrics_bind_address,
-        rpc_timeout_s=rpc_timeout,
-    )
-    try:
-        run(options, kube, first_pod_list=first_pod_list, stop_signals=STOP_SIGNALS)
-    except SysfsError as exc:
-        raise CommandError(str(exc)) from exc
-    except OSError as exc:
-        raise CommandError(f"cannot serve on {metrics_bind_address}: {exc}") from exc
+        options = Options(
+            node_name=node_name,
+            podresources_socket=podresources_socket,
+            sysfs_root=sysfs_root,
+            poll_interval_s=poll_interval,
+            metrics_bind_address=metrics_bind_address,
+            rpc_timeout_s=rpc_timeout,
+        )
+        try:
+            run(options, kube, first_pod_list=first_pod_list)
+        except SysfsError as exc:
+            raise CommandError(str(exc)) from exc
+        except OSError as exc:
+            raise CommandError(f"cannot serve on {metrics_bind_address}: {exc}") from exc
 
 
 def observe_command(

@@ -10,15 +10,14 @@ from __future__ import annotations
 import gc
 import logging
 import random
-import signal
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from exporter import __version__
+from exporter import __version__, stopsignals
 from exporter.health import Health, HttpServer
 from exporter.kube_pods import PodApi
 from exporter.kubeclient import KubeClient
@@ -159,25 +158,15 @@ def run(
     kube: KubeClient,
     *,
     first_pod_list: Callable[[], tuple[str, list[dict[str, Any]]]] | None = None,
-    stop_signals: Collection[signal.Signals] = frozenset({signal.SIGTERM, signal.SIGINT}),
 ) -> None:
-    """Run the daemon in the foreground until one of ``stop_signals`` arrives
-    (``first_pod_list``: the answer of the node's pod list sent ahead,
-    ``PodApi.prefetch_node_pods``).
-
-    The signals are blocked in every thread and taken with ``sigwait`` in this one: a
-    signal sent to the process may be handed to any thread that does not block it, and
-    a Python handler runs only when the main thread runs Python code - a main thread
-    asleep in a wait could then sleep through its SIGTERM. Call it with the signals
-    already blocked when threads were started before (the prefetch); they are blocked
-    here otherwise, and the caller's mask is restored on return."""
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
-    try:
+    """Run the daemon in the foreground until SIGTERM or SIGINT (``first_pod_list``: the
+    answer of the node's pod list sent ahead, ``PodApi.prefetch_node_pods``). The signals
+    are taken with ``sigwait``, blocked in every thread (``exporter.stopsignals``): enter
+    ``stopsignals.blocked()`` before starting any thread of your own (the prefetch)."""
+    with stopsignals.blocked():
         exporter = Exporter(options, kube, first_pod_list=first_pod_list)
         freeze_startup_heap()
         exporter.start()
-        received = signal.sigwait(stop_signals)
-        log.info("stopping numa-exporter", extra={"signal": signal.Signals(received).name})
+        received = stopsignals.wait()
+        log.info("stopping numa-exporter", extra={"signal": received.name if received else ""})
         exporter.stop()
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

@@ -7,14 +7,12 @@ device-plugins directory - with their NUMA nodes and health, answers
 
 from __future__ import annotations
 
-import signal
-import threading
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 
 import click
 
+from exporter import stopsignals
 from fakenrt.commands.kubelet import InputError, pick_node
 from fakenrt.deviceplugin.inventory import plugin_devices, resources
 from fakenrt.deviceplugin.server import DEFAULT_DIR, DevicePluginError, FakeDevicePlugin
@@ -68,28 +66,23 @@ def run(
         plugin_dir=plugin_dir,
         register_timeout=register_timeout,
     )
-    stop = threading.Event()
-
-    def _on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    # SIGTERM / SIGINT blocked before the plugins' threads start, taken below with
+    # sigwait (exporter.stopsignals: no Python handler, no thread sleeping through them)
     started: list[FakeDevicePlugin] = []
-    try:
-        for plugin in plugins:
-            plugin.start()
-            started.append(plugin)
-            click.echo(
-                f"serving {plugin.resource} on {plugin.socket_path} "
-                f"({len(plugin.devices())} devices), registered with {plugin.kubelet_socket}",
-                err=True,
-            )
-        stop.wait()
-    finally:
-        for plugin in started:
-            plugin.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    with stopsignals.blocked():
+        try:
+            for plugin in plugins:
+                plugin.start()
+                started.append(plugin)
+                click.echo(
+                    f"serving {plugin.resource} on {plugin.socket_path} "
+                    f"({len(plugin.devices())} devices), registered with {plugin.kubelet_socket}",
+                    err=True,
+                )
+            stopsignals.wait()
+        finally:
+            for plugin in started:
+                plugin.stop()
 
 
 @click.command("device-plugin")

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import logging
 import random
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from exporter import stopsignals
 from exporter.health import Health, HttpServer
 from exporter.kubeclient import KubeClient
 from exporter.kubeerrors import ApiError
@@ -117,7 +117,6 @@ class Publisher:
         self._api_ok = False
         self._last_write: float | None = None
         self._input_problem: str | None = None
-        self.stop_event = threading.Event()
 
     def step(self) -> float:
         """One poll at ``clock()``; returns the seconds until the next one is due."""
@@ -178,11 +177,6 @@ class Publisher:
         if changed:
             log.info("node %s: NodeResourceTopology published", self.options.node)
 
-    def run(self) -> None:
-        """Poll until ``stop_event`` is set."""
-        while not self.stop_event.is_set():
-            self.stop_event.wait(self.step())
-
     def close(self) -> None:
         self.client.close()
 
@@ -193,7 +187,13 @@ class BindError(ValueError):
 
 def serve(options: PublisherOptions, kube: KubeClient) -> None:
     """Run the publisher (and its health server) in the foreground until SIGTERM /
-    SIGINT. Raises BindError for a health address that cannot be bound."""
+    SIGINT, taken as the loop's sleep (``exporter.stopsignals``: no Python signal
+    handler). Raises BindError for a health address that cannot be bound."""
+    with stopsignals.blocked():  # before the health server's threads: they inherit it
+        _serve(options, kube)
+
+
+def _serve(options: PublisherOptions, kube: KubeClient) -> None:
     publisher = Publisher(options, kube)
     http = None
     if options.health_bind_address:
@@ -203,10 +203,6 @@ def serve(options: PublisherOptions, kube: KubeClient) -> None:
             publisher.close()
             raise BindError(str(exc)) from None
         http.start()
-    import signal
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: publisher.stop_event.set())
     log.info(
         "publishing the NodeResourceTopology of node %s (socket %s, sysfs %s, kubelet config %s, "
         "delay %ss, jitter %ss)",
@@ -218,7 +214,9 @@ def serve(options: PublisherOptions, kube: KubeClient) -> None:
         options.jitter_s,
     )
     try:
-        publisher.run()
+        while (received := stopsignals.wait(publisher.step())) is None:
+            pass
+        log.info("node %s: stopping on %s", options.node, received.name)
     finally:
         if http is not None:
             http.stop()

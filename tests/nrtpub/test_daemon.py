@@ -245,9 +245,15 @@ def test_the_command_publishes_follows_pods_and_serves_health(
         assert _visible(kube, profile.name) == loaded
     finally:
         proc.send_signal(signal.SIGTERM)
-        _, stderr = proc.communicate(timeout=60)
+        try:
+            _, stderr = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            _, stderr = proc.communicate(timeout=30)
+            pytest.fail(f"still running 30 s after SIGTERM; its threads:\n{stderr[-6000:]}")
     assert proc.returncode == 0, stderr[-3000:]
     assert f"{served.kubelet_config}: kind: expected KubeletConfiguration, got 'Pod'" in stderr
+    assert f"node {profile.name}: stopping on SIGTERM" in stderr
 
 
 def test_flag_errors_exit_non_zero_with_a_message() -> None:
