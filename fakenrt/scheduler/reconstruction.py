@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from exporter.annotations import (
@@ -49,6 +50,7 @@ from exporter.annotations import (
 from fakenrt.nrt.fingerprint import METHOD_ALL, METHOD_WITH_EXCLUSIVE_RESOURCES, fingerprint
 from fakenrt.podspec import (
     TERMINAL_PHASES,
+    ContainerSpec,
     PodSpec,
     PodSpecError,
     QOSClass,
@@ -102,11 +104,61 @@ class Reconstruction:
     unplaced: tuple[str, ...] = ()
     #: Annotations that could not be used (only when not strict).
     problems: tuple[str, ...] = ()
-    #: Unplaced pods that hold exclusive resources (at zones nobody reported); empty when
-    #: NRT is exact.
+    #: Pods that hold exclusive resources at zones nobody reported - unplaced ones, and
+    #: observed ones whose regular init containers keep some (:func:`kept_by_init`); empty
+    #: when NRT is exact.
     unaccounted: tuple[str, ...] = ()
     #: The NRT fingerprint matched the node's pods: the ledger is NRT ``available``.
     nrt_exact: bool = False
+
+
+def _exclusive_amounts(
+    pod: PodSpec, container: ContainerSpec, topology: NumaTopology
+) -> dict[str, Decimal]:
+    """What the kubelet's managers give ``container`` exclusively, by resource: devices
+    some zone reports; for a Guaranteed pod, a whole CPU request (static CPU Manager) and
+    memory / hugepages (static Memory Manager; a manager the NRT does not name counts as
+    static, as in :func:`holds_exclusive`)."""
+    out = {
+        r: v
+        for r, v in container.limits.items()
+        if is_device_resource(r) and v > 0 and r in topology.reported
+    }
+    if qos_class(pod) != QOSClass.GUARANTEED:
+        return out
+    cpu = container.requests.get("cpu")
+    if (
+        topology.cpu_manager_policy in (None, CPU_MANAGER_STATIC)
+        and cpu is not None
+        and cpu > 0
+        and cpu == cpu.to_integral_value()
+    ):
+        out["cpu"] = cpu
+    if topology.memory_manager_policy in (None, MEMORY_MANAGER_STATIC):
+        out.update((r, v) for r, v in container.requests.items() if is_memory_type(r) and v > 0)
+    return out
+
+
+def kept_by_init(pod: PodSpec, topology: NumaTopology) -> bool:
+    """Whether a regular init container of ``pod`` keeps exclusive resources that no later
+    container takes over. The kubelet's managers hand what a regular init container held to
+    the containers after it (``cpusToReuse`` in ``cpumanager/policy_static.go``,
+    ``devicesToReuse`` in ``devicemanager/manager.go``, the reusable memory of
+    ``memorymanager/policy_static.go``); what they do not take stays with the pod, and the
+    podresources API does not list regular init containers - so no observed annotation
+    reports it and its zones are unknown. Counted per resource in start order: a regular
+    init container leaves the larger of what is reusable and what it holds, a later
+    sidecar or app container takes its own amount out of it."""
+    reusable: dict[str, Decimal] = {}
+    for container in (*pod.init_containers, *pod.containers):
+        amounts = _exclusive_amounts(pod, container, topology)
+        regular_init = container in pod.init_containers and not container.restartable
+        for resource, amount in amounts.items():
+            held = reusable.get(resource, Decimal(0))
+            reusable[resource] = (
+                max(held, amount) if regular_init else max(Decimal(0), held - amount)
+            )
+    return any(v > 0 for v in reusable.values())
 
 
 def holds_exclusive(pod: PodSpec, topology: NumaTopology, *, zoned: bool = False) -> bool:
@@ -305,6 +357,8 @@ def reconstruct(
                 continue
             sources[pod.spec.key] = source
             ledger.charge(placement)
+            if source == "observed" and kept_by_init(pod.spec, topology):
+                unaccounted.append(pod.spec.key)
             break
         else:
             unplaced.append(pod.spec.key)

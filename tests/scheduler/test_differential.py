@@ -20,9 +20,10 @@ shows it:
 What must hold, each a failing example when it does not:
 
 * exact NRT, reconstruction on or off: the plugin's verdict is the simulator's;
-* stale NRT, reconstruction on: never a false admit (pods at unknown zones defer the
-  node's NUMA-sensitive pods), and the simulator's verdict whenever every pod holding
-  exclusive resources is annotated;
+* stale NRT, reconstruction on: never a false admit (pods at unknown zones - without an
+  annotation, or keeping resources in a regular init container - defer the node's
+  NUMA-sensitive pods), and the simulator's verdict whenever every pod holding exclusive
+  resources is annotated;
 * stale NRT, reconstruction off: the simulator's verdict *on the stale state* (the plugin
   is exact about what NRT says; the difference is the staleness reconstruction removes).
 

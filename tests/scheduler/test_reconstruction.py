@@ -213,3 +213,48 @@ def test_a_current_nrt_keeps_what_it_holds_beyond_the_visible_pods() -> None:
         else:
             assert result.ledger.free(0, GPU) == 4
             assert result.unaccounted == result.ledger.unaccounted == ("default/foreign",)
+
+
+@pytest.mark.parametrize(
+    ("init", "apps", "kept"),
+    [
+        pytest.param([], [container("main", {GPU: 1, "cpu": 2, "memory": GI})], False,
+                     id="no-init"),
+        pytest.param([container("pre", {GPU: 2})], [container("main", {"cpu": 1})], True,
+                     id="init-gpus-nobody-reuses"),
+        pytest.param([container("pre", {GPU: 2})], [container("main", {GPU: 2})], False,
+                     id="app-reuses-all-gpus"),
+        pytest.param([container("pre", {GPU: 2})],
+                     [container("a", {GPU: 1}), container("b", {GPU: 1})], False,
+                     id="two-apps-reuse-all"),
+        pytest.param([container("pre", {GPU: 3})], [container("main", {GPU: 2})], True,
+                     id="one-gpu-left"),
+        pytest.param([container("pre", {"cpu": 4, "memory": GI})],
+                     [container("main", {"cpu": 2, "memory": GI})], True,
+                     id="guaranteed-init-cpus-beyond-the-app"),
+        pytest.param([container("pre", {"cpu": 2, "memory": 2 * GI})],
+                     [container("main", {"cpu": 2, "memory": 2 * GI})], False,
+                     id="guaranteed-app-reuses-cpus-and-memory"),
+        pytest.param([container("side", {GPU: 2}, restart_always=True)],
+                     [container("main", {"cpu": 1})], False,
+                     id="sidecar-is-listed-not-kept"),
+        pytest.param([container("pre", {GPU: 2}), container("side", {GPU: 2}, restart_always=True)],
+                     [container("main", {"cpu": 1})], False,
+                     id="sidecar-after-init-reuses"),
+        pytest.param([container("pre", {"example.com/nic": 2})], [container("main", {"cpu": 1})],
+                     False, id="device-no-zone-reports"),
+    ],
+)  # fmt: skip
+def test_observed_pods_whose_init_containers_keep_resources_are_unaccounted(
+    init: list[dict[str, object]], apps: list[dict[str, object]], kept: bool
+) -> None:
+    """podresources does not list regular init containers: what one keeps beyond what the
+    later containers take over is at zones no observed annotation reports."""
+    pod = node_pod_from_manifest(
+        pod_manifest("p", apps, init=init, annotations={OBSERVED_PLACEMENT: "[]"}, node="n1",
+                     phase="Running")
+    )  # fmt: skip
+    result = reconstruct(topology(ZONES), [pod])
+    assert result.sources == {"default/p": "observed"}
+    assert result.unaccounted == (("default/p",) if kept else ())
+    assert result.ledger.unaccounted == result.unaccounted
