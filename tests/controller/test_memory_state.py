@@ -340,7 +340,7 @@ def test_a_node_the_kubelet_would_not_restart_stays_down_until_its_state_is_remo
     )
     with running(kube, [broken, healthy], state_dir=state) as third:
         wait_for(phase_of(kube, namespace, "p6", "Running"), what="p6 admitted after recovery")
-        assert _ready(kube, node)["status"] == "True"
+        wait_for(lambda: _ready(kube, node)["status"] == "True", what="Ready again")
         assert third.fleet is not None
         assert {"p0", "p5", "p6"} <= _listed(state, node)
         wait_for(lambda: _recorded_state(kube, node), what="the rebuilt state recorded")
