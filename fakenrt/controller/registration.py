@@ -1,10 +1,13 @@
-"""Node registration and removal: the only code that writes Node objects. Edge module.
+"""Node registration and removal: the only code that creates or deletes Node objects. Edge.
 
-A profile's node is created when missing, and updated (labels, taint, status) when it
-exists and carries this controller's labels. A node that exists without them belongs to
-someone else (a real node, another controller): it is left untouched, reported, and the
-profile is not served. Removal deletes only nodes selected by this controller's labels,
-with their Lease and NodeResourceTopology.
+A profile's node is created when missing (with a healthy status: a new node has no
+recorded state its kubelet could refuse) and updated (labels, taint) when it exists and
+carries this controller's labels. An existing node's status is not written here: it keeps
+the one it has until the core's first report (``Fleet.start``), which knows whether its
+simulated kubelet starts. A node that exists without the labels belongs to someone else
+(a real node, another controller): it is left untouched, reported, and the profile is not
+served. Removal deletes only nodes selected by this controller's labels, with their Lease
+and NodeResourceTopology.
 """
 
 from __future__ import annotations
@@ -54,7 +57,8 @@ def register_nodes(
     now: float,
     workers: int = 1,
 ) -> Registration:
-    """Create or update every node (``workers`` at a time); report the foreign ones."""
+    """Create or update every node (``workers`` at a time; a created one gets a healthy
+    status with heartbeat ``now``); report the foreign ones."""
 
     def one(entry: tuple[NodeProfile, NodeIdentity]) -> tuple[str, _Registered | None]:
         profile, identity = entry
@@ -93,11 +97,13 @@ def _register(
     exists and is not ours."""
     desired = node_object(profile, identity, controller=controller, taint=taint)
     node_path = path("api", "v1", "nodes", profile.name)
+    created = False
     try:
         current = kube.get(node_path)
     except NotFound:
         try:
             current = kube.create(path("api", "v1", "nodes"), desired)
+            created = True
         except Conflict:
             current = kube.get(node_path)
     labels = (current.get("metadata") or {}).get("labels")
@@ -124,11 +130,16 @@ def _register(
             break
         except Conflict:
             current = kube.get(node_path)
-    kube.patch(
-        path("api", "v1", "nodes", profile.name, "status"),
-        {"status": node_status(profile, identity, at=now)},
-        content_type=STRATEGIC_MERGE_PATCH,
-    )
+    if created:
+        # A brand-new node has no recorded state, so its kubelet starts: healthy at once.
+        # A node that exists is being restored and keeps the status it has until the core
+        # has checked its recorded state (the Fleet's first status report): a simulated
+        # kubelet that refuses to start must never be seen Ready, not even for a moment.
+        kube.patch(
+            path("api", "v1", "nodes", profile.name, "status"),
+            {"status": node_status(profile, identity, at=now)},
+            content_type=STRATEGIC_MERGE_PATCH,
+        )
     annotations = patched["metadata"].get("annotations") or {}
     state = annotations.get(MEMORY_STATE_ANNOTATION)
     return _Registered(str(patched["metadata"]["uid"]), state if isinstance(state, str) else None)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from fakenrt.controller.node import (
 )
 from fakenrt.controller.nodeobjects import MEMORY_STATE_ANNOTATION, NodeIdentity
 from fakenrt.controller.settings import ControllerSettings
+from fakenrt.controller.timestamps import rfc3339
 from fakenrt.kubelet.memory_checkpoint import decode_memory_checkpoint
 from tests.controller.conftest import ManualClock, make_profiles, unique
 from tests.controller.harness import create_pod, get_pod, phase_of, running, wait_for
@@ -338,7 +340,79 @@ def test_a_node_the_kubelet_would_not_restart_stays_down_until_its_state_is_remo
     )
     with running(kube, [broken, healthy], state_dir=state) as third:
         wait_for(phase_of(kube, namespace, "p6", "Running"), what="p6 admitted after recovery")
-        assert _ready(kube, node)["status"] == "True"
+        wait_for(lambda: _ready(kube, node)["status"] == "True", what="Ready again")
         assert third.fleet is not None
         assert {"p0", "p5", "p6"} <= _listed(state, node)
         wait_for(lambda: _recorded_state(kube, node), what="the rebuilt state recorded")
+
+
+def _ready_of(node: dict[str, Any]) -> dict[str, Any] | None:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    ready = [c for c in conditions if c.get("type") == "Ready"]
+    return dict(ready[0]) if ready else None
+
+
+def _readiness_seen(
+    kube: KubeClient, name: str, version: str, *, until: Callable[[dict[str, Any]], bool]
+) -> list[dict[str, Any]]:
+    """Every Ready condition the Node ``name`` carried after ``version``, from a watch (so
+    no write can slip between two reads), up to the first one ``until`` accepts."""
+    seen: list[dict[str, Any]] = []
+    for event in kube.watch(
+        path("api", "v1", "nodes"),
+        resource_version=version,
+        timeout_s=30,
+        fieldSelector=f"metadata.name={name}",
+    ):
+        if event.get("type") == "BOOKMARK":
+            continue
+        ready = _ready_of(event["object"])
+        if ready is None:
+            continue
+        seen.append(ready)
+        if until(ready):
+            return seen
+    raise AssertionError(f"node {name}: the watch ended before it settled; saw {seen}")
+
+
+@pytest.mark.controlplane
+@pytest.mark.usefixtures("nrt_crd")
+def test_a_node_the_kubelet_would_not_restart_is_never_reported_ready(
+    kube: KubeClient, tmp_path: Path
+) -> None:
+    """A kubelet that refuses to start never posts Ready=True: from before the restart until
+    the controller has settled, the refused node's every write says Ready False, while the
+    healthy node restarted alongside is reported Ready as before."""
+    (broken, healthy) = make_profiles(
+        best_effort_three(unique("fake")), best_effort_three(unique("fake"))
+    )
+    node, other, state = broken.name, healthy.name, tmp_path / "s"
+    first_clock = ManualClock()
+    with running(kube, [broken, healthy], clock=first_clock, state_dir=state):
+        recorded = wait_for(lambda: _recorded_state(kube, node), what="the state recorded")
+    # A checkpoint written for another machine (one byte less allocatable on NUMA node 2),
+    # which the kubelet refuses as it refuses its state file after a reservation change.
+    changed = json.loads(recorded)
+    changed["numa"]["2"]["tables"]["memory"][0] -= 1
+    kube.patch(
+        path("api", "v1", "nodes", node),
+        {"metadata": {"annotations": {MEMORY_STATE_ANNOTATION: json.dumps(changed)}}},
+    )
+    versions = {n: _node(kube, n)["metadata"]["resourceVersion"] for n in (node, other)}
+    assert _ready(kube, node)["status"] == "True"  # what the first controller left
+
+    # A later start, so every status the second controller writes is a change.
+    second_clock = ManualClock(first_clock.now + 60)
+    with running(kube, [broken, healthy], clock=second_clock, state_dir=state):
+        refused = _readiness_seen(
+            kube, node, versions[node], until=lambda r: r["reason"] == MEMORY_STATE_INVALID
+        )
+        restarted = _readiness_seen(
+            kube,
+            other,
+            versions[other],
+            until=lambda r: r["lastHeartbeatTime"] == rfc3339(second_clock.now),
+        )
+    assert [r["status"] for r in refused] == ["False"]
+    assert restarted[-1]["status"] == "True"
+    assert {r["status"] for r in restarted} == {"True"}

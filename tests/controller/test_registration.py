@@ -59,9 +59,13 @@ def test_creates_owned_nodes_with_capacity_status_and_taint(kube: KubeClient, ta
     assert status["allocatable"]["memory"] == str(16 * 2**30)
     ready = [c for c in status["conditions"] if c["type"] == "Ready"]
     assert ready and ready[0]["status"] == "True"
-    # Registering again (a restart) keeps the same node object.
-    again = register_nodes(kube, identities, controller=controller, taint=taint, now=time.time())
+    # Registering again (a restart) keeps the same node object and writes nothing: its
+    # labels and taints are already right, and its status is the core's first report.
+    later = time.time() + 60  # a status written now would differ from the first
+    again = register_nodes(kube, identities, controller=controller, taint=taint, now=later)
     assert again.node_uids == reg.node_uids
+    after = _node(kube, name)
+    assert after["metadata"]["resourceVersion"] == node["metadata"]["resourceVersion"]
 
 
 def test_never_touches_a_node_it_does_not_own(
