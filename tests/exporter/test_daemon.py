@@ -22,7 +22,7 @@ from kubernetes import client
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
 from exporter.daemon import Exporter, Options
 from exporter.kubeclient import KubeClient
-from exporter.kubeconfig import from_kubeconfig
+from exporter.kubesettings import from_kubeconfig
 from exporter.resources import PodResources
 from tests.controlplane.cluster import ControlPlane
 from tests.exporter import scenarios as s

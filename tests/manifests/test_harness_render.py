@@ -167,7 +167,7 @@ def test_cli_reports_a_bad_daemonset_file(tmp_path: Path) -> None:
 def test_scheduler_reads_its_in_cluster_kubeconfig_and_default_args() -> None:
     """The scheduler's kubeconfig names the pod's own projected token and CA, and its
     shipped plugin arguments are the defaults."""
-    from exporter.kubeconfig import from_kubeconfig
+    from exporter.kubesettings import from_kubeconfig
     from fakenrt.scheduler.args import PluginArgs, parse_args
 
     config = from_kubeconfig(HARNESS / "scheduler-kubeconfig.yaml")
