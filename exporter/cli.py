@@ -19,6 +19,7 @@ from typing import NoReturn
 
 from exporter import __version__
 from exporter.podresources_client import DEFAULT_SOCKET, DEFAULT_TIMEOUT_S
+from exporter.writepool import DEFAULT_WRITE_CONCURRENCY, MAX_WRITE_CONCURRENCY
 
 PROG = "numa-exporter"
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -37,6 +38,20 @@ def _at_least(minimum: float) -> Callable[[str], float]:
         return value
 
     parse.__name__ = "number"
+    return parse
+
+
+def _count(minimum: int, maximum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"{text} is not between {minimum} and {maximum}")
+        return value
+
+    parse.__name__ = "count"
     return parse
 
 
@@ -156,6 +171,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         default=_env("PODRESOURCES_TIMEOUT", DEFAULT_TIMEOUT_S),
         help="Deadline in seconds of every podresources call (env PODRESOURCES_TIMEOUT).",
+    )
+    run.add_argument(
+        "--write-concurrency",
+        metavar="N",
+        type=_count(1, MAX_WRITE_CONCURRENCY),
+        default=_env("WRITE_CONCURRENCY", DEFAULT_WRITE_CONCURRENCY),
+        help="Pod patches in flight at once, one per pod: a slow API server costs latency, "
+        f"not one pass of pods x latency; 1 to {MAX_WRITE_CONCURRENCY} (env WRITE_CONCURRENCY).",
     )
     run.add_argument(
         "--log-level",

@@ -28,6 +28,7 @@ from exporter.podresources_client import DEFAULT_TIMEOUT_S, PodResourcesClient
 from exporter.promtext import Registry
 from exporter.reconciler import Reconciler
 from exporter.sysfs import read_cpu_numa_map
+from exporter.writepool import DEFAULT_WRITE_CONCURRENCY, WritePool
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,9 @@ class Options:
     metrics_bind_address: str = ":8080"
     rpc_timeout_s: float = DEFAULT_TIMEOUT_S
     readiness_window: int = 3
+    #: patches in flight at once (one per pod): a slow API server costs latency, not
+    #: a pass of (pods x latency)
+    write_concurrency: int = DEFAULT_WRITE_CONCURRENCY
 
 
 class Exporter:
@@ -88,6 +92,7 @@ class Exporter:
             podresources=self.podresources,
             cache=self.cache,
             patcher=Patcher(pod_api, sleep=self._sleep, rng=rng),
+            writes=WritePool(options.write_concurrency, name="patch"),
             load_cpu_map=lambda: read_cpu_numa_map(options.sysfs_root),
             metrics=self.metrics,
             health=self.health,
