@@ -203,10 +203,10 @@ class KubeClient:
             raise Transient(0, f"{what}: {type(exc).__name__}: {_one_line(detail)}") from exc
         if raw.status >= 400:
             try:
-                data = raw.read(64 * 1024)  # the Status object; the rest is not needed
-            except (urllib3.exceptions.HTTPError, OSError):
+                data = _read_body(raw, what)  # a Status object: the connection is kept
+                raw.release_conn()
+            except (ApiError, urllib3.exceptions.HTTPError, OSError):
                 data = b""
-            finally:
                 raw.close()
             if raw.status == 401:
                 self._token.refused()  # a rotated token or an expired exec credential

@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 log = logging.getLogger(__name__)
@@ -83,15 +84,17 @@ class WritePool:
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """Drop what is queued, let running jobs end (their own deadlines and the
-        caller's stop event bound them) and join the workers for ``timeout_s`` at most."""
+        caller's stop event bound them) and join the workers for ``timeout_s`` at most
+        in all."""
         with self._lock:
             self._stopped = True
             self._queue.clear()
             self._pending.clear()
             self._lock.notify_all()
             threads = list(self._threads)
+        deadline = time.monotonic() + timeout_s
         for thread in threads:
-            thread.join(timeout_s)
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def _work(self) -> None:
         while True:
