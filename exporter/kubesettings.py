@@ -89,6 +89,10 @@ class ClusterConfig:
     exec_plugin: ExecPlugin | None = None
 
 
+def _size(limit: int) -> str:
+    return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit >> 10} KiB"
+
+
 def check_file(path: Path, where: str, *, limit: int = MAX_FILE_BYTES) -> None:
     """Refuse a file that is not a regular file of at most ``limit`` bytes (``/dev/zero``,
     a FIFO that would block the read, a huge file) in one line naming ``where``."""
@@ -99,9 +103,7 @@ def check_file(path: Path, where: str, *, limit: int = MAX_FILE_BYTES) -> None:
     if not stat.S_ISREG(info.st_mode):
         raise KubeconfigError(f"{where}: {path} is not a regular file")
     if info.st_size > limit:
-        raise KubeconfigError(
-            f"{where}: {path} is larger than {limit // (1024 * 1024)} MiB, the most read"
-        )
+        raise KubeconfigError(f"{where}: {path} is larger than {_size(limit)}, the most read")
 
 
 def read_bounded(path: Path, where: str, *, limit: int) -> str:
@@ -114,9 +116,7 @@ def read_bounded(path: Path, where: str, *, limit: int) -> str:
     except OSError as exc:
         raise KubeconfigError(f"{where}: {path}: {exc.strerror or exc}") from None
     if len(data) > limit:
-        raise KubeconfigError(
-            f"{where}: {path} is larger than {limit // (1024 * 1024)} MiB, the most read"
-        )
+        raise KubeconfigError(f"{where}: {path} is larger than {_size(limit)}, the most read")
     if b"\0" in data:
         raise KubeconfigError(f"{where}: {path} is not a text file (it contains NUL bytes)")
     try:

@@ -386,3 +386,32 @@ def test_run_logs_an_endless_exec_plugin_once_and_retries_without_growing(
     assert len(failures) == 1, stderr[-3000:]
     assert json.loads(failures[0])["level"] == "warning"
     assert "Traceback" not in stderr
+
+
+@pytest.mark.usefixtures("restore_logging")
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        pytest.param(None, "kubeconfig: /dev/zero is not a regular file", id="dev-zero"),
+        pytest.param(b"a: \xff\n", "is not UTF-8 text (invalid byte at offset 3)", id="utf8"),
+        pytest.param(b"a: [\n", "not a YAML kubeconfig", id="yaml"),
+    ],
+)
+def test_run_refuses_an_unusable_kubeconfig_at_start_in_one_line(
+    run_cli: Callable[..., tuple[int, str, str]],
+    sysfs_root: Path,
+    tmp_path: Path,
+    content: bytes | None,
+    problem: str,
+) -> None:
+    kubeconfig = Path("/dev/zero")
+    if content is not None:
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_bytes(content)
+    code, _, err = run_cli(
+        "run", "--sysfs-root", str(sysfs_root), "--kubeconfig", str(kubeconfig),
+        "--metrics-bind-address", "127.0.0.1:0", env={"NODE_NAME": "n"},
+    )  # fmt: skip
+    assert code == 1
+    assert err.count("\n") == 1 and err.startswith("Error: ")
+    assert problem in err

@@ -327,3 +327,34 @@ def test_bad_inline_data_names_the_file_and_field(tmp_path: Path, field: str, va
     with pytest.raises(KubeconfigError, match=f"{field} is not base64") as err:
         from_kubeconfig(config)
     assert str(config) in str(err.value)
+
+
+@pytest.mark.controlplane
+def test_a_token_file_turned_hostile_is_a_transient_error_naming_it(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """Re-read every minute, the token file is bounded every time: a rotation that left
+    something huge (or not a file) in its place is refused, not read whole."""
+    token = tmp_path / "token"
+    token.write_text(control_plane.admin_token)
+    now = [0.0]
+    client = KubeClient(
+        ClusterConfig(server=control_plane.server, ca_file=control_plane.ca_file, token_file=token),
+        clock=lambda: now[0],
+    )
+    assert client.get(NAMESPACES)["kind"] == "NamespaceList"
+    with token.open("wb") as big:
+        big.truncate(1 << 30)  # sparse: 1 GiB that costs no disk
+    now[0] += 61
+    with pytest.raises(
+        Transient, match=f"token file: {token} is larger than 64 KiB, the most read"
+    ) as err:
+        client.get(NAMESPACES)
+    assert err.value.status == 0
+    token.unlink()
+    token.symlink_to("/dev/zero")
+    with pytest.raises(Transient, match=f"token file: {token} is not a regular file"):
+        client.get(NAMESPACES)
+    token.unlink()
+    token.write_text(control_plane.admin_token)
+    assert client.get(NAMESPACES)["kind"] == "NamespaceList"
