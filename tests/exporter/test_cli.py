@@ -372,7 +372,7 @@ def test_run_logs_an_endless_exec_plugin_once_and_retries_without_growing(
     )  # fmt: skip
     try:
         wait_until(
-            lambda: (runs.exists() and int(runs.read_text()) >= 3) or proc.poll() is not None,
+            lambda: (runs.exists() and int(runs.read_text() or 0) >= 3) or proc.poll() is not None,
             timeout_s=60,
             what="the plugin run three times",
         )

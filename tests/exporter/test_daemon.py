@@ -70,6 +70,16 @@ class Daemon:
             what=f"{n} reconcile passes",
         )
 
+    def applied(self, expected: int) -> None:
+        """Exactly ``expected`` patches applied (counted as each write ends, in its
+        worker: a moment after the API server, and so the test, can see it)."""
+
+        def applied() -> float:
+            return self.metric("numa_exporter_annotation_patches_total", result="applied")
+
+        wait_until(lambda: applied() >= expected, what=f"{expected} patches counted")
+        assert applied() == expected
+
     def readyz(self) -> tuple[int, str]:
         url = f"http://127.0.0.1:{self.exporter.http.port}/readyz"
         try:
@@ -150,12 +160,11 @@ def test_pod_events_drift_and_steady_state(make_daemon: Callable[..., Daemon]) -
     removal = {"metadata": {"annotations": {OBSERVED_PLACEMENT: None}}}
     merge_patch(d.api, d.namespace, "cpu-only", removal)
     wait_until(d.annotated("cpu-only", CPU_ONLY), what="drift repaired")
-    applied = d.metric("numa_exporter_annotation_patches_total", result="applied")
-    assert applied == 3
+    d.applied(3)
 
     # steady state: passes keep running, nothing is written
     d.wait_passes(10)
-    assert d.metric("numa_exporter_annotation_patches_total", result="applied") == applied
+    d.applied(3)
     assert d.readyz() == (200, "ok")
     assert d.metric("numa_exporter_observation_lag_seconds_count") == 2
     assert d.metric("numa_exporter_last_successful_reconcile_timestamp_seconds") > 0
@@ -193,7 +202,7 @@ def test_socket_absent_at_start(make_daemon: Callable[..., Daemon]) -> None:
     wait_until(d.annotated("cpu-only", CPU_ONLY), what="annotated after the socket appeared")
     wait_until(lambda: d.readyz() == (200, "ok"), what="ready")
     assert d.metric("numa_exporter_podresources_up") == 1
-    assert d.metric("numa_exporter_annotation_patches_total", result="applied") == 1
+    d.applied(1)
 
 
 def test_kubelet_restart_mid_run(make_daemon: Callable[..., Daemon]) -> None:
@@ -218,7 +227,7 @@ def test_kubelet_restart_mid_run(make_daemon: Callable[..., Daemon]) -> None:
     wait_until(lambda: d.readyz() == (200, "ok"), what="ready again")
     assert d.fake.calls["GetAllocatableResources"] > allocatable_calls  # re-read after restart
     assert annotations_of(d.api, d.namespace, "cpu-only") == CPU_ONLY
-    assert d.metric("numa_exporter_annotation_patches_total", result="applied") == 2
+    d.applied(2)
 
 
 def test_call_exceeding_its_deadline(make_daemon: Callable[..., Daemon]) -> None:
@@ -247,7 +256,7 @@ def test_call_exceeding_its_deadline(make_daemon: Callable[..., Daemon]) -> None
     d.fake.release.set()
     wait_until(d.annotated("cpu-only", CPU_ONLY), what="annotated once calls are fast again")
     wait_until(lambda: d.readyz() == (200, "ok"), what="ready again")
-    assert d.metric("numa_exporter_annotation_patches_total", result="applied") == 1
+    d.applied(1)
 
 
 def test_api_server_unreachable_then_back(make_daemon: Callable[..., Daemon]) -> None:
@@ -274,4 +283,4 @@ def test_api_server_unreachable_then_back(make_daemon: Callable[..., Daemon]) ->
     wait_until(d.annotated("gpu-cpu", GPU_AND_CPU), what="annotated after the API is back")
     wait_until(lambda: d.readyz() == (200, "ok"), what="ready again")
     assert d.metric("numa_exporter_apiserver_up") == 1
-    assert d.metric("numa_exporter_annotation_patches_total", result="applied") == 2
+    d.applied(2)
