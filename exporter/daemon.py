@@ -17,15 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from exporter import __version__, stopsignals
-from exporter.health import Health, HttpServer
+from exporter.endpoints import HttpServer
+from exporter.health import Health
 from exporter.kube_pods import PodApi
 from exporter.kubeclient import KubeClient
 from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher
 from exporter.pod_cache import PodCache
 from exporter.podresources_client import DEFAULT_TIMEOUT_S, PodResourcesClient
-from exporter.promtext import Registry
 from exporter.reconciler import Reconciler
 from exporter.sysfs import read_cpu_numa_map
 
@@ -54,14 +56,14 @@ class Exporter:
         options: Options,
         kube: KubeClient,
         *,
-        registry: Registry | None = None,
+        registry: CollectorRegistry | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
         first_pod_list: Callable[[], tuple[str, list[dict[str, Any]]]] | None = None,
     ) -> None:
         self.options = options
-        self.registry = registry if registry is not None else Registry()
+        self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = ExporterMetrics(self.registry)
         rng = rng or random.Random()
         self.stop_event = threading.Event()
