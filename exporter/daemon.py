@@ -46,6 +46,16 @@ class Options:
     metrics_bind_address: str = ":8080"
     rpc_timeout_s: float = DEFAULT_TIMEOUT_S
     readiness_window: int = 3
+    #: /healthz fails after the reconcile loop made no progress for this long (None:
+    #: ``liveness_window_s(poll_interval_s, rpc_timeout_s)``)
+    liveness_window_s: float | None = None
+
+
+def liveness_window_s(poll_interval_s: float, rpc_timeout_s: float) -> float:
+    """How long the reconcile loop may go without a sign of progress before /healthz
+    fails: well above its longest quiet step while it works (a wait of one poll interval,
+    a podresources call within its deadline, one API request with its retries)."""
+    return max(120.0, 10 * poll_interval_s + 4 * rpc_timeout_s)
 
 
 class Exporter:
@@ -71,7 +81,11 @@ class Exporter:
         self.health = Health(
             clock=clock,
             window=options.readiness_window,
-            stall_after_s=max(120.0, 10 * options.poll_interval_s + 4 * options.rpc_timeout_s),
+            stall_after_s=(
+                options.liveness_window_s
+                if options.liveness_window_s is not None
+                else liveness_window_s(options.poll_interval_s, options.rpc_timeout_s)
+            ),
         )
         self.podresources = PodResourcesClient(
             options.podresources_socket,

@@ -1,9 +1,15 @@
 """Liveness and readiness decisions (served by ``exporter.endpoints``).
 
-``Health`` is fed by the reconcile loop: after every pass it records whether the kubelet
-podresources API and the API server were reached. ``/readyz`` answers 200 only if both
-were reached within the last ``window`` passes; ``/healthz`` answers 200 while the loop
-keeps completing passes (a wedged loop fails the liveness probe).
+``Health`` is fed by the reconcile loop:
+
+* **liveness** (``/healthz``) means *the loop is alive*: the loop calls :meth:`Health.beat`
+  between the steps of a pass and after every pod it writes, and the probe fails only
+  when no beat came for ``stall_after_s``. A pass that takes minutes because the API
+  server answers slowly keeps beating and the exporter is never restarted for it; a
+  loop that is stuck (or whose thread died) stops beating.
+* **readiness** (``/readyz``): after every pass the loop records whether the kubelet
+  podresources API and the API server were reached; 200 only if both were reached within
+  the last ``window`` passes.
 """
 
 from __future__ import annotations
@@ -24,16 +30,21 @@ class Health:
         self._clock = clock
         self._passes: collections.deque[tuple[bool, bool]] = collections.deque(maxlen=window)
         self._lock = threading.Lock()
-        self._started = clock()
-        self._last_pass: float | None = None
+        #: the loop's last sign of progress (start-up counts as one)
+        self._last_beat = clock()
         self.stall_after_s = stall_after_s
         #: set by the first pass that reached both the kubelet and the API server
         self.reached = threading.Event()
 
+    def beat(self) -> None:
+        """The loop made progress (a pass step, a pod written). Cheap: one assignment."""
+        self._last_beat = self._clock()
+
     def record_pass(self, *, podresources_ok: bool, api_ok: bool) -> None:
+        """A pass ended (also a beat)."""
         with self._lock:
             self._passes.append((podresources_ok, api_ok))
-            self._last_pass = self._clock()
+        self.beat()
         if podresources_ok and api_ok:
             self.reached.set()
 
@@ -55,9 +66,11 @@ class Health:
         return False, f"not reached in the last {len(passes)} passes: {', '.join(missing)}"
 
     def liveness(self) -> tuple[bool, str]:
-        with self._lock:
-            last = self._last_pass if self._last_pass is not None else self._started
-        idle = self._clock() - last
+        """(alive, a one-line reason)."""
+        idle = self._clock() - self._last_beat
         if idle > self.stall_after_s:
-            return False, f"no reconcile pass completed for {idle:.0f}s"
+            return False, (
+                f"the reconcile loop made no progress for {idle:.0f}s "
+                f"(limit {self.stall_after_s:.0f}s)"
+            )
         return True, "ok"

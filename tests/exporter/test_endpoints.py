@@ -96,7 +96,7 @@ def test_probes_answer_the_health_decisions(server: HttpServer, health: Health) 
     assert isinstance(health._clock, FakeClock)
     health._clock.now += 61
     status, _, body = _get(server.port, "/healthz")
-    assert (status, body) == (503, b"no reconcile pass completed for 61s\n")
+    assert (status, body) == (503, b"the reconcile loop made no progress for 61s (limit 60s)\n")
 
 
 @pytest.mark.parametrize("path", ["/metrics", "/healthz", "/readyz"])

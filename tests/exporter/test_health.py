@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from exporter.daemon import liveness_window_s
 from exporter.health import Health
 
 
@@ -29,11 +30,41 @@ def test_ready_only_when_both_reached_within_the_window() -> None:
     assert health.readiness()[0]
 
 
-def test_liveness_fails_when_passes_stop() -> None:
+def test_liveness_is_the_heartbeat_not_the_pass() -> None:
+    """A pass that lasts many windows keeps the exporter alive as long as it beats; only
+    a window without a beat fails the probe, and the next beat heals it."""
     clock = FakeClock()
     health = Health(clock=clock, stall_after_s=60)
+    assert health.liveness() == (True, "ok")  # start-up counts as a beat
+    for _ in range(10):  # ten minutes in one pass, a pod written every 50 s
+        clock.now += 50
+        assert health.liveness()[0]
+        health.beat()
+    clock.now += 60
+    assert health.liveness()[0]  # the limit itself is still alive
+    clock.now += 1
+    assert health.liveness() == (
+        False,
+        "the reconcile loop made no progress for 61s (limit 60s)",
+    )
+    health.beat()
     assert health.liveness()[0]
+
+
+def test_a_pass_ending_is_a_beat_and_readiness_ignores_beats() -> None:
+    clock = FakeClock()
+    health = Health(clock=clock, stall_after_s=60)
     clock.now += 61
     assert not health.liveness()[0]
     health.record_pass(podresources_ok=False, api_ok=False)
     assert health.liveness()[0]
+    health.beat()
+    assert not health.readiness()[0]
+
+
+def test_the_default_window_outlasts_every_quiet_step() -> None:
+    """Longer than the steps a working loop takes without a beat: a poll interval, a
+    podresources call (its deadline), one API request with its retries (4 x 15 s)."""
+    assert liveness_window_s(1.0, 10.0) == 120.0
+    assert liveness_window_s(30.0, 10.0) == 340.0
+    assert liveness_window_s(1.0, 60.0) == 250.0
