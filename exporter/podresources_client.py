@@ -87,12 +87,16 @@ _UNIMPLEMENTED_HINT = {
 def _explain(method: str, code: grpc.StatusCode, detail: str, socket: Path) -> str:
     """A one-line message saying what failed and what to check."""
     if code is grpc.StatusCode.UNAVAILABLE:
-        if not socket.exists():
+        try:
+            mode = os.stat(socket).st_mode
+        except FileNotFoundError:
             return (
                 f"socket {socket} does not exist: the kubelet is not running, or its "
                 "pod-resources directory is not mounted there"
             )
-        if not stat.S_ISSOCK(socket.stat().st_mode):
+        except OSError as exc:
+            return f"cannot look at socket {socket}: {exc.strerror}"
+        if not stat.S_ISSOCK(mode):
             return f"{socket} is not a unix socket: give the kubelet's pod-resources kubelet.sock"
         if "ermission denied" in detail:
             return (

@@ -122,6 +122,32 @@ def test_socket_absent_then_created(short_dir: Path) -> None:
     client.close()
 
 
+def test_errors_say_what_to_check(short_dir: Path, fake_kubelet: FakePodResources) -> None:
+    """Each failure is one line naming the socket and what a user can do about it."""
+    regular = short_dir / "not-a-socket"
+    regular.write_text("")
+    for path, expected in (
+        (short_dir / "absent.sock", "does not exist: the kubelet is not running, or its "
+         "pod-resources directory is not mounted there"),
+        (regular, "is not a unix socket"),
+    ):  # fmt: skip
+        client = PodResourcesClient(path, timeout_s=2)
+        with pytest.raises(PodResourcesUnavailable) as failed:
+            client.list()
+        message = str(failed.value)
+        assert message.startswith("podresources List failed: UNAVAILABLE: ")
+        assert str(path) in message and expected in message and "\n" not in message
+        client.close()
+    fake_kubelet.get_implemented = False
+    fake_kubelet.allocatable_implemented = False
+    client = _client(fake_kubelet)
+    with pytest.raises(PodResourcesUnimplemented, match="feature gate KubeletPodResourcesGet"):
+        client.get("default", "cpu-only")
+    with pytest.raises(PodResourcesUnimplemented, match=r"served from Kubernetes 1\.23"):
+        client.allocatable()
+    client.close()
+
+
 def test_kubelet_restart_recreates_the_socket(fake_kubelet: FakePodResources) -> None:
     fake_kubelet.set_pods([s.CPU_ONLY])
     client = _client(fake_kubelet, timeout_s=2)
