@@ -103,7 +103,11 @@ def make_app(registry: CollectorRegistry, health: Health) -> WsgiApp:
             status, headers = answer
             start_response(status, [*headers, ("Content-Length", str(len(body)))])
             return [b""]
-        ok, reason = probes[path]()
+        try:
+            ok, reason = probes[path]()
+        except Exception:  # a bug: logged as the daemon logs (JSON), answered, served on
+            log.exception("probe failed", extra={"path": path})
+            return _answer(start_response, "500 Internal Server Error", b"error\n", head=head)
         status = "200 OK" if ok else "503 Service Unavailable"
         return _answer(start_response, status, f"{reason}\n".encode(), head=head)
 

@@ -180,7 +180,9 @@ def test_connections_are_bounded_and_idle_ones_dropped(
     assert "Traceback" not in capfd.readouterr().err  # timeouts are not stack traces
 
 
-def test_a_failing_probe_answers_500_and_the_server_serves_on(health: Health) -> None:
+def test_a_failing_probe_answers_500_and_the_server_serves_on(
+    health: Health, caplog: pytest.LogCaptureFixture
+) -> None:
     def broken() -> tuple[bool, str]:
         raise RuntimeError("probe bug")
 
@@ -188,10 +190,11 @@ def test_a_failing_probe_answers_500_and_the_server_serves_on(health: Health) ->
     srv = HttpServer("127.0.0.1:0", CollectorRegistry(), health)
     srv.start()
     try:
-        assert _get(srv.port, "/readyz")[0] == 500
+        assert _get(srv.port, "/readyz")[::2] == (500, b"error\n")
         assert _get(srv.port, "/healthz")[0] == 200
     finally:
         srv.stop()
+    assert [r.getMessage() for r in caplog.records] == ["probe failed"]  # through logging
 
 
 def test_stop_ends_the_server_and_frees_the_port(health: Health) -> None:
