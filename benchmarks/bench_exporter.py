@@ -251,6 +251,19 @@ def proc_cpu_ns(pid: int) -> int:
     return total
 
 
+def threads_cpu_ns(pid: int) -> dict[str, int]:
+    """Thread name (``comm``: grpc names its threads, Python's keep the process's name)
+    -> CPU nanoseconds of the live threads of that name."""
+    out: dict[str, int] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            out[name] = out.get(name, 0) + int((task / "schedstat").read_text().split()[0])
+        except (OSError, IndexError, ValueError):
+            continue  # a thread that just ended
+    return out
+
+
 def proc_rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -310,6 +323,7 @@ class Bench:
         self.watcher = Watcher(exporter_kube(cp))
         self.port = 18000 + random.Random().randrange(2000)
         self.proc: subprocess.Popen[bytes] | None = None
+        self.by_thread: dict[str, float] = {}
         self.script, self.env = self._image_like_install(work)
         self.kubeconfig = self._in_cluster_like_kubeconfig(work)
 
@@ -469,11 +483,16 @@ class Bench:
 
     def steady(self, seconds: float) -> tuple[float, float, float, float]:
         """(ms CPU per pass from /proc/<pid>/stat, the same from schedstat, applied
-        writes, RSS MiB) over ``seconds``."""
+        writes, RSS MiB) over ``seconds``; ``self.by_thread``: ms per pass by thread name."""
         m0, cpu0, ns0 = scrape(self.port), proc_cpu_s(self.pid), proc_cpu_ns(self.pid)
+        threads0 = threads_cpu_ns(self.pid)
         time.sleep(seconds)
+        threads1 = threads_cpu_ns(self.pid)
         ns1, cpu1, m1 = proc_cpu_ns(self.pid), proc_cpu_s(self.pid), scrape(self.port)
         passes = max(m1[PASSES] - m0[PASSES], 1)
+        self.by_thread = {
+            name: (ns - threads0.get(name, 0)) / passes / 1e6 for name, ns in threads1.items()
+        }
         return (
             (cpu1 - cpu0) / passes * 1e3,
             (ns1 - ns0) / passes / 1e6,
@@ -508,6 +527,11 @@ class Bench:
              per_pass <= 1.0)  # fmt: skip
         line("  the same from schedstat (ns resolution)", f"{precise:.3f} ms", "<= 1.0 ms",
              precise <= 1.0)  # fmt: skip
+        shares = ", ".join(
+            f"{name} {ms:.3f} ms"
+            for name, ms in sorted(self.by_thread.items(), key=lambda x: -x[1])
+        )
+        print(f"    by thread (schedstat; Python's threads carry the process's name): {shares}")
         line("API writes", f"{writes:.0f}", "0", writes == 0)
         line("RSS", f"{rss:.1f} MiB", "<= 64 MiB", rss <= 64)
         self.fake.shuffle = True
