@@ -13,11 +13,13 @@ kubelet, or for a terminal or deleting pod.
 Writes go to a :class:`~exporter.writepool.WritePool`: a few at once, one at a time per
 pod, so a slow API server costs latency rather than one pass of (pods x latency). A pass
 does not wait for them in the daemon (``run_once(wait=False)``): the loop goes on
-passing every poll interval while they run, and the next pass takes their outcomes
-(metrics, refusal backoffs, the log line). A write that starts after the pod changed in
-the cache is decided again on the cached pod first. After a patch fails its retries the
-writes still queued are dropped and the pass that learns of it starts none: the rest
-wait for the next pass; a refused patch is not sent again to that pod before a backoff.
+passing every poll interval while they run, beating the liveness heartbeat
+(``Health.beat``) at every pass and after each podresources call, and the next pass
+takes their outcomes (refusal backoffs, the log line; the metrics are counted as each
+write ends). A write that starts after the pod changed in the cache is decided again on
+the cached pod first. After a patch fails its retries the writes still queued are
+dropped and the pass that learns of it starts none: the rest wait for the next pass; a
+refused patch is not sent again to that pod before a backoff.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from exporter.patching import Patcher, PatchOutcome, PatchResult, changes_for
 from exporter.placement import PodPlacement, annotation_values, derive_placement
 from exporter.pod_cache import PodCache
 from exporter.podresources_client import PodResourcesError
-from exporter.podresources_wire import PodListDecoder, WireError, pod_messages
+from exporter.podresources_proto import PodListDecoder, WireError, pod_messages
 from exporter.pods import PodView, pod_view
 from exporter.resources import AllocatableResources, PodResources, duplicate_keys
 from exporter.writepool import WritePool
@@ -245,7 +247,9 @@ class Reconciler:
     def _run(self, report: PassReport) -> None:
         try:
             raw = self._podresources.list_raw()
+            self._health.beat()
             self._refresh_allocatable()
+            self._health.beat()
         except PodResourcesError as exc:
             # once per outage, not once per pass (the metrics count every failed call)
             level = logging.DEBUG if self._podresources_failing else logging.WARNING
@@ -478,6 +482,7 @@ class Reconciler:
         # the first pass needs the node's pods: a List before they are listed is wasted
         self._cache.synced.wait(poll_interval_s)
         while not stop.is_set():
+            self._health.beat()
             wake.clear()
             wrote = False
             try:

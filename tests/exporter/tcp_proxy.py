@@ -1,26 +1,25 @@
 """A TCP proxy the tests control: forward to the API server, or cut every connection and
-refuse new ones ("API server unreachable"), then serve again on the same port. With
-``delay_s`` every byte from the client reaches the server that much later (a slow API
-server: each request, and each flight of a TLS handshake, waits ``delay_s``; the
-connections do not wait for each other, and the answers are not delayed)."""
+refuse new ones ("API server unreachable"), then serve again on the same port; with
+``latency_s`` set, every chunk the client sends waits that long before it goes on (a
+slow API server: each request, TLS handshake flight included, answered that much later)."""
 
 from __future__ import annotations
 
 import contextlib
-import queue
 import socket
 import threading
 import time
 
 
 class TcpProxy:
-    def __init__(self, upstream_port: int, *, delay_s: float = 0.0) -> None:
+    def __init__(self, upstream_port: int) -> None:
         self.upstream_port = upstream_port
-        self.delay_s = delay_s
         self.port = 0
         self._listener: socket.socket | None = None
         self._conns: list[socket.socket] = []
         self._lock = threading.Lock()
+        #: delay of every client -> server chunk (read at each chunk: settable any time)
+        self.latency_s = 0.0
 
     def start(self) -> TcpProxy:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -45,41 +44,14 @@ class TcpProxy:
                 continue
             with self._lock:
                 self._conns += [downstream, upstream]
-            to_server = self._delayed_pump if self.delay_s > 0 else self._pump
-            threading.Thread(target=to_server, args=(downstream, upstream), daemon=True).start()
-            threading.Thread(target=self._pump, args=(upstream, downstream), daemon=True).start()
+            for a, b, slow in ((downstream, upstream, True), (upstream, downstream, False)):
+                threading.Thread(target=self._pump, args=(a, b, slow), daemon=True).start()
 
-    def _delayed_pump(self, src: socket.socket, dst: socket.socket) -> None:
-        """Forward ``src`` to ``dst``, each chunk ``delay_s`` after it arrived, in order."""
-        chunks: queue.Queue[tuple[float, bytes]] = queue.Queue()
-
-        def send() -> None:
-            try:
-                while True:
-                    due, data = chunks.get()
-                    time.sleep(max(0.0, due - time.monotonic()))
-                    if not data:
-                        break
-                    dst.sendall(data)
-            except OSError:
-                pass
-            finally:
-                for s in (src, dst):
-                    with contextlib.suppress(OSError):
-                        s.shutdown(socket.SHUT_RDWR)
-
-        threading.Thread(target=send, daemon=True).start()
+    def _pump(self, src: socket.socket, dst: socket.socket, slow: bool) -> None:
         try:
             while data := src.recv(65536):
-                chunks.put((time.monotonic() + self.delay_s, data))
-        except OSError:
-            pass
-        chunks.put((time.monotonic() + self.delay_s, b""))
-
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while data := src.recv(65536):
+                if slow and self.latency_s:
+                    time.sleep(self.latency_s)
                 dst.sendall(data)
         except OSError:
             pass

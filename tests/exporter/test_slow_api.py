@@ -3,7 +3,8 @@ exporter starting on a node with 100 existing pods, every byte it sends to the r
 server delayed 2 s by a proxy. Its writes go out a few at a time (``--write-concurrency``,
 default 4), one per pod, so the 100 pods are annotated in far less than the 100 x 2 s
 one write after another took; the reconcile loop goes on passing meanwhile, and
-``/healthz`` answers 200 throughout. No storm: each pod is written exactly once."""
+``/healthz`` (the loop is alive: it made progress within the liveness window, here 5 s)
+answers 200 throughout. No storm: each pod is written exactly once."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ pytestmark = pytest.mark.controlplane
 
 PODS = 100
 DELAY_S = 2.0
+LIVENESS_WINDOW_S = 5.0
 
 
 def _kubeconfig(cp: ControlPlane, port: int, path: Path) -> Path:
@@ -67,13 +69,17 @@ def test_a_slow_api_server_costs_latency_not_minutes(
     for name in names:
         create_pod(api_client, namespace, name, node=node)
     fake_kubelet.set_pods([replace(s.CPU_ONLY, namespace=namespace, name=n) for n in names])
-    proxy = TcpProxy(control_plane.apiserver_port, delay_s=DELAY_S).start()
+    proxy = TcpProxy(control_plane.apiserver_port).start()
+    proxy.latency_s = DELAY_S
     kubeconfig = _kubeconfig(control_plane, proxy.port, tmp_path / "kubeconfig")
     options = Options(
         node_name=node,
         podresources_socket=fake_kubelet.socket_path,
         sysfs_root=sysfs_root,
         metrics_bind_address="127.0.0.1:0",
+        # /healthz fails after this long without the loop's progress: far shorter than
+        # the writes take, so 200 throughout means the loop never waited for them
+        liveness_window_s=LIVENESS_WINDOW_S,
     )
     exporter = Exporter(
         options,
@@ -118,8 +124,10 @@ def test_a_slow_api_server_costs_latency_not_minutes(
     assert DEFAULT_WRITE_CONCURRENCY >= 4
     assert elapsed < PODS * DELAY_S / 2, elapsed
     # the loop went on passing while the writes were slow, and liveness never failed
+    assert elapsed > 2 * LIVENESS_WINDOW_S  # else 200 throughout would prove nothing
     assert passes is not None and passes >= elapsed / 2, (passes, elapsed)
-    assert probes and set(probes) == {200}, probes
+    assert len(probes) > elapsed, probes
+    assert set(probes) == {200}, probes
     applied = exporter.registry.get_sample_value(
         "numa_exporter_annotation_patches_total", {"result": "applied"}
     )
