@@ -170,8 +170,10 @@ def freeze_startup_heap() -> None:
     """Move every object alive now (modules, classes, functions: the imports) out of the
     garbage collector's sight: they live as long as the process, and the collections a
     burst of decoded pods triggers would otherwise walk them all, again and again (no
-    collection first: a full one costs more CPU than the few cycles it would free)."""
+    collection first: a full one costs more CPU than the few cycles it would free). The
+    collector is on from here (the console script starts with it off, for the imports)."""
     gc.freeze()
+    gc.enable()
 
 
 def run(
