@@ -16,17 +16,29 @@ from fakenrt.commands.controller import DURATION
 from fakenrt.profiles import ProfileError
 from fakenrt.scheduler.args import ArgsError, parse_args
 from fakenrt.scheduler.scoring import STRATEGIES as SCORES
+from fakenrt.simulate.generator import MIXES
 from fakenrt.simulate.limits import LimitError
 from fakenrt.simulate.loading import Overrides, bundled_scenario, load_scenario, read_bounded
 from fakenrt.simulate.report import html, table
 from fakenrt.simulate.results import document, to_json
 from fakenrt.simulate.runner import execute
-from fakenrt.simulate.scenario import SWEEPABLE, ScenarioError
+from fakenrt.simulate.scenario import SWEEPABLE, ScenarioError, check_setting
 from fakenrt.simulate.strategies import NAMES
 from fakenrt.simulate.sweep import Sweep, collect, parse_sweep, plan
 from fakenrt.simulate.workload import WorkloadError
 
 INPUT_ERRORS = (ScenarioError, WorkloadError, LimitError, ProfileError, ArgsError)
+#: An error message is one line of at most this many characters (a hostile input can put
+#: megabytes into the value an error quotes).
+MAX_MESSAGE = 400
+
+
+def one_line(message: str) -> str:
+    """``message`` on one line, cut to :data:`MAX_MESSAGE` characters."""
+    flat = " ".join(message.split())
+    if len(flat) <= MAX_MESSAGE:
+        return flat
+    return f"{flat[: MAX_MESSAGE - 40]}... ({len(flat) - MAX_MESSAGE + 40} more characters)"
 
 
 class _Bar:
@@ -71,7 +83,11 @@ class _Bar:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Workload trace (YAML, or JSONL when it ends in .jsonl) instead of the scenario's.",
 )
-@click.option("--mix", help="Generate the workload with this named mix instead.")
+@click.option(
+    "--mix",
+    type=click.Choice(tuple(MIXES)),
+    help="Generate the workload with this named mix instead.",
+)
 @click.option("--arrivals-per-hour", type=float, help="Arrival rate of the generated workload.")
 @click.option(
     "--duration",
@@ -105,7 +121,8 @@ class _Bar:
 )
 @click.option(
     "--sweep",
-    "sweep_text",
+    "sweep_texts",
+    multiple=True,
     help=f"Also run every strategy at each value of one setting: NAME=V1,V2,... with NAME "
     f"one of {', '.join(SWEEPABLE)} (values in seconds or with units).",
 )
@@ -135,7 +152,7 @@ def simulate(**options: Any) -> None:
     try:
         run(**options)
     except INPUT_ERRORS as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(one_line(str(exc))) from None
 
 
 def run(
@@ -155,7 +172,7 @@ def run(
     seed: int | None,
     strategies: tuple[str, ...],
     score: str | None,
-    sweep_text: str | None,
+    sweep_texts: tuple[str, ...],
     as_json: bool,
     report_path: Path | None,
     jobs: int,
@@ -163,37 +180,51 @@ def run(
 ) -> None:
     if trace_path is not None and (mix is not None or arrivals_per_hour is not None):
         raise click.UsageError("--trace cannot be combined with --mix / --arrivals-per-hour")
-    path = scenario_path or bundled_scenario()
-    settings: dict[str, Any] = {
-        name: value
-        for name, value in (
-            ("nrt_delay", nrt_delay),
-            ("nrt_jitter", nrt_jitter),
-            ("exporter_delay", exporter_delay),
-            ("period", period),
-            ("requeue", requeue),
-            ("max_requeues", max_requeues),
-            ("seed", seed),
-            ("duration", duration),
+    if len(sweep_texts) > 1:
+        raise click.UsageError(
+            f"--sweep is given {len(sweep_texts)} times ({', '.join(sweep_texts)}); "
+            "one sweep at a time"
         )
-        if value is not None
-    }
+    path = scenario_path or bundled_scenario()
+    settings: dict[str, Any] = {}
+    for name, option, value in (
+        ("nrt_delay", "--nrt-delay", nrt_delay),
+        ("nrt_jitter", "--nrt-jitter", nrt_jitter),
+        ("exporter_delay", "--exporter-delay", exporter_delay),
+        ("period", "--period", period),
+        ("max_requeues", "--max-requeues", max_requeues),
+        ("seed", "--seed", seed),
+        ("duration", "--duration", duration),
+    ):
+        if value is not None:
+            check_setting(name, value, where=option)
+            settings[name] = value
+    if requeue is not None:
+        settings["requeue"] = requeue
     generate: dict[str, Any] = {}
-    if mix is not None:
-        generate["mix"] = mix
-    if arrivals_per_hour is not None:
-        generate["arrivalsPerHour"] = arrivals_per_hour
-    if duration is not None and trace_path is None:
-        generate["duration"] = duration
+    options: dict[str, str] = {}
+    chosen: tuple[tuple[str, str, object], ...] = (
+        ("mix", "--mix", mix),
+        ("arrivalsPerHour", "--arrivals-per-hour", arrivals_per_hour),
+        ("duration", "--duration", duration if trace_path is None else None),
+    )
+    for key, option, given in chosen:
+        if given is not None:
+            generate[key] = given
+            options[key] = option
     overrides = Overrides(
-        profiles=profiles_path, trace=trace_path, generate=generate, settings=settings
+        profiles=profiles_path,
+        trace=trace_path,
+        generate=generate,
+        generate_options=options,
+        settings=settings,
     )
     scenario = load_scenario(path, overrides)
     if score is not None:
         plugin = parse_args({"scoringStrategy": score}, source="--score")
         plugin = replace(scenario.settings.plugin, scoring_strategy=plugin.scoring_strategy)
         scenario = replace(scenario, settings=replace(scenario.settings, plugin=plugin))
-    sweep: Sweep | None = parse_sweep(sweep_text) if sweep_text else None
+    sweep: Sweep | None = parse_sweep(sweep_texts[0]) if sweep_texts else None
     names = list(strategies) if strategies else list(NAMES)
     runs = plan(scenario, names, sweep)
     bar = _Bar(sys.stderr.isatty() if progress is None else progress)
