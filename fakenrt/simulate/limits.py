@@ -18,6 +18,10 @@ MAX_LAG_SECONDS = 86_400.0
 MIN_PERIOD = 0.01
 #: Values in one ``--sweep``.
 MAX_SWEEP_VALUES = 16
+#: Seeds every point of a run is simulated with (``--seeds``).
+MAX_SEEDS = 100
+#: Simulations in one invocation (strategies x points x seeds).
+MAX_RUNS = 10_000
 #: Re-creations of one rejected pod.
 MAX_REQUEUES = 100
 #: Scheduling periods in the horizon (horizon / period).

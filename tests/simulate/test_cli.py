@@ -76,7 +76,7 @@ def test_sweep_runs_every_strategy_at_every_value(tmp_path: Path) -> None:
     code, out = invoke(*SMALL, "--strategy", "oracle", "--sweep", "nrt-delay=0,30s", "--json")
     sweep = json.loads(out)["sweep"]
     assert sweep["parameter"] == "nrt-delay" and sweep["values"] == [0.0, 30.0]
-    assert len(sweep["strategies"]["oracle"]["gpu_hours"]) == 2
+    assert len(sweep["strategies"]["oracle"]["gpu_hours"]["mean"]) == 2
 
 
 def _write_scenario(tmp_path: Path, trace_name: str) -> Path:

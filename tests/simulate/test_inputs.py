@@ -5,6 +5,7 @@ conflicting choices are refused instead of merged, hostile sizes are one line.""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +136,24 @@ def test_errors_name_the_users_files_not_the_bundled_scenario(tmp_path: Path) ->
     ):
         code, out = invoke(*args)
         assert code != 0 and option in out and "default.yaml" not in out, (args, out)
+
+
+def test_the_report_and_json_name_what_ran(tmp_path: Path) -> None:
+    nodes = _nodes(tmp_path)
+    trace = _trace(tmp_path, {"at": 0, "duration": "1h", "pod": pod("a", gpu=1)})
+    report = tmp_path / "r.html"
+    code, out = invoke(
+        "--profiles", str(nodes), "--trace", str(trace), "--strategy", "oracle",
+        "--report", str(report), "--json", "--no-progress",
+    )  # fmt: skip
+    assert code == 0, out
+    scenario = json.loads(out)["scenario"]
+    assert scenario["profiles"] == str(nodes) and scenario["trace"] == str(trace)
+    assert scenario["scenario"] == "bundled default.yaml"
+    page = report.read_text()
+    assert str(nodes) in page and str(trace) in page
+    # the bundled scenario's own nodes and generator are not presented as what ran
+    assert "gpu-restricted" not in page and "training-inference" not in page
 
 
 def test_two_sweeps_are_refused() -> None:
