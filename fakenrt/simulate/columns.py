@@ -4,6 +4,7 @@ checked against docs/simulate.md by the tests). Pure."""
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
 
@@ -171,11 +172,15 @@ REJECTIONS = (
 )
 
 
-def glossary_lines() -> list[str]:
-    """Every column of the terminal tables, one line each (for ``--help``)."""
+def glossary_lines(width: int = 79) -> list[str]:
+    """Every column of the terminal tables and its meaning, wrapped to ``width`` (for
+    ``--help``)."""
     out = []
     for title, columns in (("outcomes", OUTCOMES), ("the scheduler's view", VIEW)):
         out.append(f"Columns of {title}:")
-        width = max(len(c.header) for c in columns)
-        out += [f"  {c.header.ljust(width)}  {c.meaning}" for c in columns]
+        name = max(len(c.header) for c in columns)
+        for c in columns:
+            lines = textwrap.wrap(c.meaning, width - name - 4)
+            out.append(f"  {c.header.ljust(name)}  {lines[0]}")
+            out += [f"  {' ' * name}  {line}" for line in lines[1:]]
     return out

@@ -93,8 +93,11 @@ class Overrides:
 
 
 def _shown_path(path: Path) -> str:
-    """The bundled scenario by what it is, any other file as given."""
-    return f"bundled {BUNDLED}" if path == bundled_scenario() else str(path)
+    """A bundled file by what it is (``bundled cluster.yaml``: the same on every machine),
+    any other file as given."""
+    if path.resolve().parent == bundled_scenario().resolve().parent:
+        return f"bundled {path.name}"
+    return str(path)
 
 
 def load_scenario(path: Path, overrides: Overrides) -> Scenario:
@@ -139,7 +142,7 @@ def load_scenario(path: Path, overrides: Overrides) -> Scenario:
         raise ScenarioError(
             f"{source}: workload has both trace and generate; give exactly one of them"
         )
-    description = {"scenario": _shown_path(path), "profiles": str(profiles_path)}
+    description = {"scenario": _shown_path(path), "profiles": _shown_path(profiles_path)}
     generator: GeneratorSettings | None = None
     trace_path: Path | None = overrides.trace
     if trace_path is None and "trace" in workload_raw:
@@ -156,8 +159,8 @@ def load_scenario(path: Path, overrides: Overrides) -> Scenario:
         trace_path = base / workload_raw["trace"]
     if trace_path is not None:
         workload = load_trace(trace_path)
-        description["trace"] = str(trace_path)
-        description["workload"] = f"trace {trace_path} ({len(workload)} pods)"
+        description["trace"] = _shown_path(trace_path)
+        description["workload"] = f"trace {description['trace']} ({len(workload)} pods)"
         if not workload:
             raise ScenarioError(f"{trace_path}: nothing to schedule: the trace has no pods")
     else:
@@ -193,7 +196,7 @@ def load_scenario(path: Path, overrides: Overrides) -> Scenario:
     )
     if all(item.at > scenario.horizon for item in workload):
         raise ScenarioError(
-            f"{description.get('trace', source)}: nothing to schedule: every pod arrives after "
+            f"{trace_path or source}: nothing to schedule: every pod arrives after "
             f"the end of the simulation ({scenario.horizon:g}s)"
         )
     return scenario

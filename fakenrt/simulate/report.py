@@ -521,7 +521,8 @@ def html(
         "<h2>Glossary</h2>",
         _glossary_html(),
         "<h2>The scenario as it ran</h2>",
-        "<p>Paths as given; settings in seconds. Saved as a file, it runs this simulation "
+        "<p>Paths as given (a bundled file is in <code>fakenrt/examples/simulate/</code> of "
+        "the package); settings in seconds. Saved as a file, it runs this simulation "
         "again.</p>",
         f"<pre>{escape(as_run)}</pre>",
         _html_table(settings_rows),

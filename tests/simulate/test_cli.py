@@ -41,6 +41,9 @@ def test_same_seed_same_bytes_other_seed_other_run() -> None:
     ]
     assert doc["strategies"]["oracle"]["gpu_hours_ratio_to_oracle"] == 1.0
     assert doc["scenario"]["nodes"] == 16 and doc["scenario"]["gpus"] == 128
+    # the bundled files by name: the JSON is the same wherever the package is installed
+    assert doc["scenario"]["scenario"] == "bundled default.yaml"
+    assert doc["scenario"]["profiles"] == "bundled cluster.yaml"
 
 
 def test_parallel_runs_give_the_same_json() -> None:
