@@ -44,8 +44,6 @@ PALETTE = (
 )
 #: Chart size in inches (at 72 points per inch: 720 x 302 pt, 960 x 403 CSS px).
 SIZE = (10.0, 4.2)
-#: Room on the right of the plot for the legend, as a share of the width.
-LEGEND_ROOM = 0.27
 STYLE: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",  # text stays text: selectable, searchable, measurable
     "font.family": "DejaVu Sans",

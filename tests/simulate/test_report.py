@@ -21,7 +21,7 @@ from fakenrt.simulate.charts import coinciding
 from fakenrt.simulate.columns import BY_NODE_SHAPE, BY_POD_CLASS, OUTCOMES, REJECTIONS, VIEW
 from fakenrt.simulate.engine import simulate
 from fakenrt.simulate.figures import charts
-from fakenrt.simulate.numbers import fmt
+from fakenrt.simulate.numbers import KINDS, fmt
 from fakenrt.simulate.report import explanation, html, table
 from fakenrt.simulate.results import document
 from fakenrt.simulate.strategies import BY_NAME
@@ -137,6 +137,15 @@ def test_every_column_is_in_the_glossary_of_help_the_report_and_the_docs(
     for column in (*OUTCOMES, *VIEW, *BY_NODE_SHAPE, *BY_POD_CLASS, *REJECTIONS):
         assert f"<dt>{column.header} <code>{column.key}</code></dt>" in page
         assert f"| {column.header} | `{column.key}` |" in docs, column.header
+
+
+def test_every_column_has_a_kind_of_number() -> None:
+    columns = (*OUTCOMES, *VIEW, *BY_NODE_SHAPE, *BY_POD_CLASS, *REJECTIONS)
+    assert {c.kind for c in columns} <= set(KINDS)
+    assert [fmt(1234.5678, k) for k in KINDS] == [
+        "1,235", "1,234.6", "1,234.6", "1,234.6", "1,234.6", "123456.8%", "1234.568",
+    ]  # fmt: skip
+    assert fmt(None, "count") == "-"
 
 
 def test_lines_that_coincide_are_drawn_once_and_named_together() -> None:
