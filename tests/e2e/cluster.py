@@ -67,6 +67,31 @@ def wait_for(
     )
 
 
+def wait_until(
+    probe: Callable[[], T | None],
+    *,
+    deployment: Deployment,
+    timeout: float,
+    what: str,
+    required: bool,
+) -> T | None:
+    """:func:`wait_for` where the outcome is a scheduler's property: when not
+    ``required`` (the scheduler does not claim it), a timeout returns None instead of
+    failing - the scenario records the finding and goes on."""
+    if required:
+        return wait_for(probe, deployment=deployment, timeout=timeout, what=what)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            got = probe()
+        except Transient:
+            got = None
+        if got:
+            return got
+        time.sleep(0.2)
+    return None
+
+
 def workload_pod(
     name: str,
     *,
@@ -193,6 +218,36 @@ def wait_unschedulable(
         what=f"{pod} reported unschedulable (PodScheduled condition or one of the events "
         f"{', '.join(how.event_reasons)}) with a message matching {how.reason!r}",
     )
+
+
+def kubelet_rejections(kube: KubeClient, namespace: str) -> dict[str, set[str]]:
+    """Pod name -> the nodes whose kubelet recorded a ``TopologyAffinityError`` event for
+    it (source component ``kubelet``, host the node)."""
+    items, _ = kube.list_all(
+        path("api", "v1", "namespaces", namespace, "events"),
+        what="list events",
+        fieldSelector=f"reason={TOPOLOGY_AFFINITY_ERROR}",
+    )
+    out: dict[str, set[str]] = defaultdict(set)
+    for event in items:
+        source = event.get("source") or {}
+        component = source.get("component") or event.get("reportingComponent")
+        host = source.get("host") or event.get("reportingInstance")
+        if component == "kubelet" and host:
+            out[str((event.get("involvedObject") or {}).get("name"))].add(str(host))
+    return dict(out)
+
+
+def unexplained_rejections(
+    listed: Iterable[Mapping[str, Any]], by_kubelet: Mapping[str, set[str]]
+) -> list[str]:
+    """Pods counted as TopologyAffinityErrors without the kubelet of their node having
+    recorded the rejection (empty: every rejection counted is the kubelet's)."""
+    return [
+        f"{p['metadata']['name']}: rejected on {node_of(p)} without that kubelet's event"
+        for p in listed
+        if rejected(p) and node_of(p) not in by_kubelet.get(p["metadata"]["name"], set())
+    ]
 
 
 @dataclass(frozen=True)
@@ -333,6 +388,16 @@ def prediction_mismatches(listed: Iterable[Mapping[str, Any]]) -> list[str]:
             if predicted != observed:
                 problems.append(f"{name}: predicted groups {predicted} observed {observed}")
     return problems
+
+
+def prediction_agreement(listed: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
+    """(Running pods with a predicted placement, those whose prediction equals the
+    observation - placement and, where predicted, memory groups)."""
+    items = [
+        p for p in listed if phase(p) == "Running" and PREDICTED_PLACEMENT in annotations_of(p)
+    ]
+    wrong = {m.split(":", 1)[0] for m in prediction_mismatches(items)}
+    return len(items), sum(1 for p in items if p["metadata"]["name"] not in wrong)
 
 
 def double_allocations(listed: Iterable[Mapping[str, Any]], allocations: Allocations) -> list[str]:

@@ -23,6 +23,7 @@ from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.helpers import ensure_namespace
 from tests.e2e.cluster import unique
 from tests.e2e.deployment import Deployment, ProcessDeployment, Topology
+from tests.e2e.findings import Findings
 from tests.e2e.kind_deployment import KindDeployment, install_crds
 from tests.e2e.realnode_deployment import RealKubeletDeployment, RealNodeCluster
 from tests.e2e.schedulers import chosen
@@ -196,6 +197,25 @@ def pytest_runtest_makereport(
     report = yield
     setattr(item, f"e2e_report_{report.when}", report)
     return report
+
+
+@pytest.fixture
+def findings(
+    kube: KubeClient, namespace: str, capsys: pytest.CaptureFixture[str]
+) -> Callable[[Deployment, str], Findings]:
+    """``findings(deployment, scenario)``: the scenario's :class:`Findings` (its line is
+    printed to the terminal)."""
+
+    def emit(line: str) -> None:
+        with capsys.disabled():
+            print(f"\n{line}")
+
+    def make(deployment: Deployment, scenario: str) -> Findings:
+        return Findings(
+            scenario=scenario, deployment=deployment, kube=kube, namespace=namespace, emit=emit
+        )
+
+    return make
 
 
 @pytest.fixture

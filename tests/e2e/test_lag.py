@@ -20,24 +20,26 @@ import pytest
 
 from exporter.annotations import OBSERVED_PLACEMENT
 from exporter.kubeclient import KubeClient
-from schedulers.adapter import Adapter
+from schedulers.adapter import Adapter, Claim
 from tests.e2e.cluster import (
     annotations_of,
     create,
     figures,
     holding,
     nrt_converged,
-    observation_mismatches,
     phase,
     pods,
     wait_for,
+    wait_until,
     workload_pod,
 )
 from tests.e2e.deployment import Deployment, Topology
+from tests.e2e.findings import Findings
 from tests.e2e.topologies import two_zone_node
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.every_mode]
 DeployFn = Callable[[Topology], Deployment]
+FindingsFn = Callable[[Deployment, str], Findings]
 
 #: 5 s +- 3 s: every change of a node shows in its NRT 2 s + U(0, 6 s) after it happened.
 LAG = {"delay": "2s", "jitter": "6s"}
@@ -49,13 +51,14 @@ RUN_DURATION = "4s"
 
 def test_d_nrt_lag_on_unevenly_used_nodes(
     deploy: DeployFn,
+    findings: FindingsFn,
     kube: KubeClient,
     namespace: str,
     scheduler: Adapter,
-    capsys: pytest.CaptureFixture[str],
 ) -> None:
     nodes = tuple(two_zone_node(policy="single-numa-node", nrt=LAG) for _ in range(2))
     d = deploy(Topology(nodes=nodes, controller_args=("--seed", "7")))
+    f = findings(d, "d")
     anchors = [f"anchor-{i}" for i in range(len(nodes))]
     for name, node in zip(anchors, nodes, strict=True):
         create(
@@ -97,17 +100,32 @@ def test_d_nrt_lag_on_unevenly_used_nodes(
         done = all(phase(listed[n]) in ("Succeeded", "Failed") for n in workload)
         return listed if done else None
 
-    listed = wait_for(finished, deployment=d, timeout=240, what="every workload pod finished")
+    settled = wait_until(
+        finished,
+        deployment=d,
+        timeout=240,
+        what="every workload pod finished",
+        required=Claim.LAG_SAFE in scheduler.claims or scheduler.trusts_stale_nrt,
+    )
+    listed = settled if settled is not None else pods(kube, namespace)
+    f.invariants(listed.values())
     result = figures(listed[n] for n in workload)
-    with capsys.disabled():
-        print(f"\n[e2e d] {result.line(scheduler.id)} (Pending at most {peak_pending} meanwhile)")
-    assert result.submitted == len(ARRIVALS)
-    assert result.bound == result.submitted and result.pending == 0
-    held = d.allocations(listed.values())
-    assert observation_mismatches(listed.values(), {p.name: p for p in d.profiles}, held) == []
-    assert [p["metadata"]["name"] for p in holding(listed.values(), held)] == anchors
+    f.extra["pending_at_most"] = peak_pending
+    if settled is not None:  # the harness's part: only the anchors hold anything now
+        held = d.allocations(listed.values())
+        assert [p["metadata"]["name"] for p in holding(listed.values(), held)] == anchors
     if scheduler.trusts_stale_nrt:
+        # The harness must catch a scheduler that trusts a lagging NRT.
         assert result.topology_affinity_errors > 0, "the harness did not catch the stale NRT"
     else:
-        assert result.topology_affinity_errors == 0
-        assert result.ran == result.submitted
+        f.check(
+            Claim.LAG_SAFE,
+            result.topology_affinity_errors == 0,
+            f"{result.topology_affinity_errors} TopologyAffinityErrors under NRT lag",
+        )
+        f.check(
+            Claim.LAG_SAFE,
+            result.ran == result.submitted,
+            f"{result.ran} of {result.submitted} pods ran ({result.pending} never bound)",
+        )
+    f.report(listed[n] for n in workload)
