@@ -220,6 +220,21 @@ def wait_unschedulable(
     )
 
 
+def events_of(kube: KubeClient, namespace: str, pod: str) -> list[str]:
+    """``<reason> (<component>): <message>`` for every event of ``pod``, oldest first."""
+    items, _ = kube.list_all(
+        path("api", "v1", "namespaces", namespace, "events"),
+        what="list events",
+        fieldSelector=f"involvedObject.name={pod}",
+    )
+    items.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+    return [f"{e.get('reason')} ({_component(e)}): {e.get('message')}" for e in items]
+
+
+def _component(event: Mapping[str, Any]) -> str:
+    return str((event.get("source") or {}).get("component") or event.get("reportingComponent"))
+
+
 def kubelet_rejections(kube: KubeClient, namespace: str) -> dict[str, set[str]]:
     """Pod name -> the nodes whose kubelet recorded a ``TopologyAffinityError`` event for
     it (source component ``kubelet``, host the node)."""

@@ -14,13 +14,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from exporter.kubeclient import KubeClient
 from schedulers.adapter import Claim
 from tests.e2e.cluster import (
+    Figures,
     double_allocations,
     figures,
     kubelet_rejections,
@@ -90,10 +91,32 @@ class Findings:
         mismatches = prediction_mismatches(listed)
         self.check(Claim.EXACT_PREDICTION, not mismatches, "; ".join(mismatches))
 
-    def report(self, listed: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-        """Print the scenario's line and record it; return the record."""
+    def figures(self, listed: Iterable[Mapping[str, Any]], *, gone: Iterable[str] = ()) -> Figures:
+        """The outcome counts of ``listed``. ``gone``: pods of the scenario deleted by
+        someone else (a scheduler evicting them): counted as submitted, and as
+        TopologyAffinityErrors when their kubelet had rejected them (its event says)."""
+        result = figures(listed)
+        deleted = sorted(gone)
+        if not deleted:
+            return result
+        by_kubelet = kubelet_rejections(self.kube, self.namespace)
+        return replace(
+            result,
+            submitted=result.submitted + len(deleted),
+            topology_affinity_errors=result.topology_affinity_errors
+            + sum(1 for n in deleted if by_kubelet.get(n)),
+        )
+
+    def report(
+        self, listed: Iterable[Mapping[str, Any]], *, gone: Iterable[str] = ()
+    ) -> dict[str, Any]:
+        """Print the scenario's line and record it; return the record (``gone``: as
+        :meth:`figures`)."""
         items = list(listed)
-        result = figures(items)
+        deleted = sorted(gone)
+        result = self.figures(items, gone=deleted)
+        if deleted:
+            self.extra["deleted"] = len(deleted)
         predicted, agreed = prediction_agreement(items)
         adapter = self.deployment.scheduler
         record: dict[str, Any] = {

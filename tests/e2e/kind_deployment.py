@@ -39,7 +39,7 @@ from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile, load_profiles
 from schedulers.adapter import Adapter
 from tests.e2e.allocations import Allocations, recorded_allocations
-from tests.e2e.deployment import REPO, Topology, Workload, simulated_workload
+from tests.e2e.deployment import NUMA_EXPORTER, REPO, Topology, Workload, simulated_workload
 from tests.e2e.schedulers import CONTROLLER_LABEL, FAKENRT, PodScheduling, SchedulerRun
 from tests.kind.cluster import KindCluster, KindError
 
@@ -230,6 +230,11 @@ class KindDeployment:
 
     def start(self) -> None:
         self.topology = self.topology.for_scheduler(self.scheduler)
+        if self.topology.exporter != NUMA_EXPORTER:
+            raise AssertionError(
+                f"exporter {self.topology.exporter!r}: only the local-process backend runs "
+                "another exporter (in-cluster, the production exporter runs)"
+            )
         self.profiles = self.topology.profiles()
         try:
             self._start()

@@ -57,7 +57,7 @@ from fakenrt.profiles import NodeProfile, parse_profiles
 from schedulers.adapter import Adapter
 from tests.e2e.allocations import Allocations, listed_allocations
 from tests.e2e.cluster import nrt_converged
-from tests.e2e.deployment import REPO, Topology, Workload
+from tests.e2e.deployment import NUMA_EXPORTER, REPO, Topology, Workload
 from tests.e2e.kind_deployment import (
     BASE_IMAGES,
     HARNESS_NAMESPACE,
@@ -356,6 +356,11 @@ class RealKubeletDeployment:
 
     def start(self) -> None:
         self.topology = self.topology.for_scheduler(self.scheduler)
+        if self.topology.exporter != NUMA_EXPORTER:
+            raise AssertionError(
+                f"exporter {self.topology.exporter!r}: only the local-process backend runs "
+                "another exporter (in-cluster, the production exporter runs)"
+            )
         nodes = self.topology.nodes
         if len(nodes) > len(self.cluster.nodes):
             raise AssertionError(
