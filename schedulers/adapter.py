@@ -155,6 +155,10 @@ class Adapter:
     unschedulable: Unschedulable = field(default_factory=Unschedulable)
     #: The properties the scenarios assert for it; the others are findings.
     claims: frozenset[Claim] = frozenset()
+    #: How long nothing may change - no pod bound, started or finished - before a
+    #: scenario takes its outcome as final: at least the time the scheduler takes to try
+    #: again a pod it reported unschedulable (its backoff, its view's resync).
+    quiet_s: float = 15.0
     #: A mode known to trust NRT however old: scenario d asserts that the harness catches
     #: it (TopologyAffinityErrors > 0).
     trusts_stale_nrt: bool = False

@@ -11,6 +11,7 @@ protocol.
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import signal
@@ -305,6 +306,7 @@ class ProcessDeployment:
             self._scheduler.remove_objects()
         if self._controller is not None:
             self._controller.stop()  # --remove-on-exit: the nodes go with it
+        keep_logs(self.workdir, self.controller_name)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def diagnostics(self) -> str:
@@ -320,6 +322,22 @@ class ProcessDeployment:
 
     def workload(self, run_duration: str | None) -> Workload:
         return simulated_workload(run_duration)
+
+
+#: When set, every deployment's component logs are kept under this directory.
+LOGS_ENV = "NUMA_TESTKIT_E2E_LOGS"
+
+
+def keep_logs(workdir: Path, deployment: str) -> None:
+    """Copy the ``*.log`` files under ``workdir`` to ``$NUMA_TESTKIT_E2E_LOGS/<deployment>/``
+    (nothing when the variable is unset)."""
+    target = os.environ.get(LOGS_ENV)
+    if not target:
+        return
+    for log in workdir.rglob("*.log"):
+        dest = Path(target) / deployment / log.relative_to(workdir)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(log, dest)
 
 
 def _fakenrt() -> list[str]:
