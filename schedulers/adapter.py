@@ -149,6 +149,10 @@ class Adapter:
     #: Profile ``nrt:`` keys (docs/profiles.md) every fake node gets, to match what the
     #: scheduler expects of NRT (e.g. ``fingerprintTerminatedPods: true``).
     nrt: Mapping[str, object] = field(default_factory=dict)
+    #: ``fakenrt controller`` options the scheduler needs of the simulated kubelets (e.g.
+    #: another topology object they should publish besides NRT v1alpha2, for a scheduler
+    #: that reads its own; docs/controller.md), added after the scenario's.
+    controller_args: tuple[str, ...] = ()
     #: Whether it writes ``kai.scheduler/numa-placement-predicted`` on the pods it binds.
     predicts_placement: bool = False
     #: How it reports a pod it cannot place.

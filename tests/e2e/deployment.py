@@ -72,12 +72,14 @@ class Topology:
         return parse_profiles({"nodes": [dict(n) for n in self.nodes]}, source="e2e topology")
 
     def for_scheduler(self, scheduler: Adapter) -> Topology:
-        """The topology with what ``scheduler`` expects of NRT on every node (its ``nrt``
-        keys; a node's own keys win)."""
-        if not scheduler.nrt:
-            return self
-        nodes = tuple({**n, "nrt": {**scheduler.nrt, **(n.get("nrt") or {})}} for n in self.nodes)
-        return replace(self, nodes=nodes)
+        """The topology with what ``scheduler`` expects of the nodes: its ``nrt`` keys on
+        every node (a node's own keys win), its controller options after the scenario's."""
+        nodes = tuple(
+            {**n, "nrt": {**scheduler.nrt, **(n.get("nrt") or {})}} if scheduler.nrt else n
+            for n in self.nodes
+        )
+        args = (*self.controller_args, *scheduler.controller_args)
+        return replace(self, nodes=nodes, controller_args=args)
 
 
 @dataclass(frozen=True, kw_only=True)
