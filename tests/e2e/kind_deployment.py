@@ -46,7 +46,9 @@ from tests.kind.cluster import KindCluster, KindError
 HARNESS_NAMESPACE = "numa-harness"
 KIND_HARNESS = REPO / "manifests" / "overlays" / "kind-harness"
 #: The image names the harness manifests use: the published one and kind-harness's.
-BASE_IMAGES = ("ghcr.io/numa-testkit/numa-testkit", "numa-testkit")
+#: kind-harness renames the first to numa-testkit/numa-testkit:local; that name too, so a
+#: $NUMA_TESTKIT_IMAGE tag other than local is the one the pods run.
+BASE_IMAGES = ("ghcr.io/numa-testkit/numa-testkit", "numa-testkit", "numa-testkit/numa-testkit")
 CONTROLLER = "fakenrt-controller"
 SCHEDULER = "fakenrt-scheduler"
 _NAME_LABEL = "app.kubernetes.io/name"

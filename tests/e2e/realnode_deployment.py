@@ -81,7 +81,7 @@ EXPORTER_NAMESPACE = "numa-exporter"
 EXPORTER_SELECTOR = "app.kubernetes.io/name=numa-exporter"
 CONTROL_PLANE_ROLE = "node-role.kubernetes.io/control-plane"
 #: The project image's names in the manifests and overlays (replaced by the one loaded).
-PROJECT_IMAGES = (*BASE_IMAGES, "numa-testkit/numa-testkit")
+PROJECT_IMAGES = BASE_IMAGES
 _POLL_S = 0.5
 
 

@@ -94,3 +94,22 @@ def test_another_scheduler_replaces_the_reference_one(tmp_path: Path) -> None:
     deployments = _deployments(_render(tmp_path, Topology(nodes=nodes), CUSTOM))
     assert SCHEDULER not in deployments
     assert CONTROLLER in deployments
+
+
+def test_another_project_image_tag_is_the_one_the_pods_run(tmp_path: Path) -> None:
+    """$NUMA_TESTKIT_IMAGE with a tag other than kind-harness's ``local``."""
+    mine = "numa-testkit/numa-testkit:mine"
+    overlay = write_overlay(
+        tmp_path / "o",
+        topology=Topology(nodes=(two_zone_node(policy="restricted"),)),
+        controller_name="e2e-ctl",
+        scheduler=RECONSTRUCTION,
+        image=mine,
+    )
+    objects = Kubectl(kubectl_path(), tmp_path / "unused").render(overlay)
+    images = {
+        c["image"]
+        for d in _deployments(objects).values()
+        for c in d["spec"]["template"]["spec"]["containers"]
+    }
+    assert images == {mine}
