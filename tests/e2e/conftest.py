@@ -10,13 +10,15 @@ import contextlib
 import time
 import uuid
 from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
 from exporter.kubeclient import KubeClient, path
 from exporter.kubeconfig import from_kubeconfig
 from exporter.kubeerrors import Conflict, NotFound
-from schedulers.adapter import Adapter
+from schedulers.adapter import Adapter, Build
 from schedulers.building import BuildError, binaries
 from tests.controller.conftest import admin_kube
 from tests.controlplane.cluster import ControlPlane
@@ -34,6 +36,10 @@ DeployFn = Callable[[Topology], Deployment]
 BackendFn = Callable[[Topology, Adapter, str], Deployment]
 #: Per test on Kind (the first one also brings the cluster up).
 KIND_TIMEOUT_S = 900
+#: Per test that needs a scheduler build: it may wait for a cold one (KAI: minutes).
+BUILD_TIMEOUT_S = 3600
+BUILD_LOG = Path(__file__).resolve().parents[2] / "build" / "scheduler-builds.log"
+_BUILDS = pytest.StashKey[dict[Path, "Future[Path]"]]()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -50,33 +56,54 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("scheduler", picked, ids=[a.id for a in picked])
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Build what the selected scenarios' schedulers need before the first test runs, so
-    a cold build (minutes) counts against no test's timeout; the builds' progress shows."""
-    builds = {}
-    for item in session.items:
-        callspec = getattr(item, "callspec", None)
-        adapter = callspec.params.get("scheduler") if callspec is not None else None
-        if isinstance(adapter, Adapter) and adapter.build is not None:
-            builds[adapter.build.script] = adapter.build
-    if not builds:
-        return
-    capture = session.config.pluginmanager.getplugin("capturemanager")
-    with capture.global_and_fixture_disabled():
-        for build in builds.values():
-            try:
-                binaries(build)
-            except BuildError as exc:
-                raise pytest.UsageError(f"building a scheduler under test: {exc}") from None
+def _builds_of(item: pytest.Item) -> list[Build]:
+    """The scheduler builds ``item`` needs: its scheduler's, and any ``build`` marker's."""
+    callspec = getattr(item, "callspec", None)
+    adapter = callspec.params.get("scheduler") if callspec is not None else None
+    builds = [adapter.build] if isinstance(adapter, Adapter) and adapter.build else []
+    return builds + [m.args[0] for m in item.iter_markers("build")]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On Kind, a scenario may take longer than the suite's default timeout."""
+    """Tests that need a scheduler build run last, so the builds (started in the background
+    once collection is done) overlap every other test; they may wait for a cold build. On
+    Kind, a scenario may take longer than the suite's default timeout."""
+    needing = [item for item in items if _builds_of(item)]
+    if needing:
+        items[:] = [item for item in items if not _builds_of(item)] + needing
+        for item in needing:
+            item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT_S))
     if not config.getoption("--kind"):
         return
     for item in items:
         if "backend" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.timeout(KIND_TIMEOUT_S))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the builds the selected tests need, one after the other in a background
+    thread (their progress in build/scheduler-builds.log); each test waits for its own."""
+    builds = {b.script: b for item in session.items for b in _builds_of(item)}
+    if not builds:
+        return
+    BUILD_LOG.parent.mkdir(parents=True, exist_ok=True)
+    log = BUILD_LOG.open("a")
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scheduler-builds")
+    session.config.stash[_BUILDS] = {
+        script: executor.submit(binaries, build, progress=log) for script, build in builds.items()
+    }
+    executor.shutdown(wait=False)
+
+
+@pytest.fixture(autouse=True)
+def _scheduler_builds(request: pytest.FixtureRequest) -> None:
+    """Wait for the builds this test needs (started after collection)."""
+    started = request.config.stash.get(_BUILDS, {})
+    for build in _builds_of(request.node):
+        try:
+            started[build.script].result()
+        except BuildError as exc:
+            raise AssertionError(f"{exc} - see {BUILD_LOG}") from None
 
 
 def pytest_configure(config: pytest.Config) -> None:

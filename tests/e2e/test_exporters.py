@@ -15,6 +15,7 @@ import pytest
 
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
 from exporter.kubeclient import KubeClient
+from schedulers.kai import BUILD as KAI_BUILD
 from schedulers.reference import RECONSTRUCTION
 from tests.e2e.cluster import (
     annotations_of,
@@ -25,7 +26,7 @@ from tests.e2e.cluster import (
     wait_for,
     workload_pod,
 )
-from tests.e2e.deployment import EXPORTERS, KAI_EXPORTER, Deployment, Topology
+from tests.e2e.deployment import KAI_EXPORTER, NUMA_EXPORTER, Deployment, Topology
 from tests.e2e.topologies import two_zone_node
 
 pytestmark = pytest.mark.controlplane
@@ -41,7 +42,9 @@ SHAPES = {
 
 
 @pytest.mark.parametrize("scheduler", [RECONSTRUCTION], ids=["bound-without-scheduler"])
-@pytest.mark.parametrize("exporter", EXPORTERS)
+@pytest.mark.parametrize(
+    "exporter", [NUMA_EXPORTER, pytest.param(KAI_EXPORTER, marks=pytest.mark.build(KAI_BUILD))]
+)
 def test_either_exporter_observes_what_the_kubelet_allocated(
     deploy: DeployFn,
     kube: KubeClient,
