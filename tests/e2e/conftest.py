@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from exporter.kubeclient import KubeClient, path
-from exporter.kubeconfig import from_kubeconfig
 from exporter.kubeerrors import Conflict, NotFound
+from exporter.kubesettings import from_kubeconfig
 from schedulers.adapter import Adapter, Build
 from schedulers.building import BuildError, binaries
 from tests.controller.conftest import admin_kube
