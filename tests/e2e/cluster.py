@@ -33,8 +33,10 @@ from fakenrt.kubelet.allocation import PodAllocation
 from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile
 from fakenrt.profiles.resources import zone_allocatable
+from schedulers.adapter import Unschedulable
 from tests.e2e.allocations import Allocations
-from tests.e2e.deployment import CONTROLLER_LABEL, Deployment
+from tests.e2e.deployment import Deployment
+from tests.e2e.schedulers import CONTROLLER_LABEL
 
 T = TypeVar("T")
 TOPOLOGY_AFFINITY_ERROR = "TopologyAffinityError"
@@ -65,6 +67,31 @@ def wait_for(
     )
 
 
+def wait_until(
+    probe: Callable[[], T | None],
+    *,
+    deployment: Deployment,
+    timeout: float,
+    what: str,
+    required: bool,
+) -> T | None:
+    """:func:`wait_for` where the outcome is a scheduler's property: when not
+    ``required`` (the scheduler does not claim it), a timeout returns None instead of
+    failing - the scenario records the finding and goes on."""
+    if required:
+        return wait_for(probe, deployment=deployment, timeout=timeout, what=what)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            got = probe()
+        except Transient:
+            got = None
+        if got:
+            return got
+        time.sleep(0.2)
+    return None
+
+
 def workload_pod(
     name: str,
     *,
@@ -92,8 +119,9 @@ def workload_pod(
     container: dict[str, Any] = {"name": "main", "image": how.image, "resources": resources}
     if how.command:
         container["command"] = list(how.command)
+    scheduling = deployment.pod_scheduling
     spec: dict[str, Any] = {
-        "schedulerName": deployment.scheduler.name,
+        "schedulerName": scheduling.scheduler_name,
         "nodeSelector": {CONTROLLER_LABEL: deployment.controller_name},
         "tolerations": [{"key": FAKE_NODE_TAINT, "operator": "Exists", "effect": "NoSchedule"}],
         "restartPolicy": "Never",
@@ -104,7 +132,12 @@ def workload_pod(
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "annotations": dict(how.annotations)},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": dict(scheduling.labels),
+            "annotations": {**scheduling.annotations, **how.annotations},
+        },
         "spec": spec,
     }
 
@@ -137,34 +170,99 @@ def rejected(pod: Mapping[str, Any]) -> bool:
     return phase(pod) == "Failed" and status.get("reason") == TOPOLOGY_AFFINITY_ERROR
 
 
-def failed_scheduling_messages(kube: KubeClient, namespace: str, pod: str) -> list[str]:
+def unschedulable_messages(
+    kube: KubeClient, namespace: str, pod: str, how: Unschedulable
+) -> list[str]:
+    """What the scheduler said about ``pod`` not fitting: the message of its
+    ``PodScheduled`` condition when that is ``False`` with reason ``Unschedulable``, and the
+    messages of its events with one of ``how.event_reasons`` (oldest first)."""
+    got = kube.get(path("api", "v1", "namespaces", namespace, "pods", pod), what="get pod")
+    messages = [
+        str(c.get("message") or "")
+        for c in (got.get("status") or {}).get("conditions") or []
+        if c.get("type") == "PodScheduled"
+        and c.get("status") == "False"
+        and c.get("reason") == "Unschedulable"
+    ]
     items, _ = kube.list_all(
         path("api", "v1", "namespaces", namespace, "events"),
         what="list events",
-        fieldSelector=f"involvedObject.name={pod},reason=FailedScheduling",
+        fieldSelector=f"involvedObject.name={pod},involvedObject.uid={got['metadata']['uid']}",
     )
-    return [str(e.get("message") or "") for e in items]
+    messages += [str(e.get("message") or "") for e in items if e.get("reason") in how.event_reasons]
+    return messages
+
+
+def reported_unschedulable(
+    kube: KubeClient, deployment: Deployment, namespace: str, pod: str
+) -> str | None:
+    """The scheduler under test's message saying no node can align ``pod``, if any."""
+    how = deployment.scheduler.unschedulable
+    pattern = re.compile(how.reason)
+    for message in unschedulable_messages(kube, namespace, pod, how):
+        if pattern.search(message):
+            return message
+    return None
 
 
 def wait_unschedulable(
     kube: KubeClient, deployment: Deployment, namespace: str, pod: str, *, timeout: float = 60
 ) -> str:
-    """Until the scheduler under test reports ``pod`` unschedulable for a NUMA reason;
-    return that message."""
-    pattern = re.compile(deployment.scheduler.reason)
-
-    def probe() -> str | None:
-        for message in failed_scheduling_messages(kube, namespace, pod):
-            if pattern.search(message):
-                return message
-        return None
-
+    """Until the scheduler under test reports ``pod`` unschedulable for a NUMA reason
+    (condition or event, :func:`unschedulable_messages`); return that message."""
+    how = deployment.scheduler.unschedulable
     return wait_for(
-        probe,
+        lambda: reported_unschedulable(kube, deployment, namespace, pod),
         deployment=deployment,
         timeout=timeout,
-        what=f"a FailedScheduling event of {pod} matching {pattern.pattern!r}",
+        what=f"{pod} reported unschedulable (PodScheduled condition or one of the events "
+        f"{', '.join(how.event_reasons)}) with a message matching {how.reason!r}",
     )
+
+
+def events_of(kube: KubeClient, namespace: str, pod: str) -> list[str]:
+    """``<reason> (<component>): <message>`` for every event of ``pod``, oldest first."""
+    items, _ = kube.list_all(
+        path("api", "v1", "namespaces", namespace, "events"),
+        what="list events",
+        fieldSelector=f"involvedObject.name={pod}",
+    )
+    items.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+    return [f"{e.get('reason')} ({_component(e)}): {e.get('message')}" for e in items]
+
+
+def _component(event: Mapping[str, Any]) -> str:
+    return str((event.get("source") or {}).get("component") or event.get("reportingComponent"))
+
+
+def kubelet_rejections(kube: KubeClient, namespace: str) -> dict[str, set[str]]:
+    """Pod name -> the nodes whose kubelet recorded a ``TopologyAffinityError`` event for
+    it (source component ``kubelet``, host the node)."""
+    items, _ = kube.list_all(
+        path("api", "v1", "namespaces", namespace, "events"),
+        what="list events",
+        fieldSelector=f"reason={TOPOLOGY_AFFINITY_ERROR}",
+    )
+    out: dict[str, set[str]] = defaultdict(set)
+    for event in items:
+        source = event.get("source") or {}
+        component = source.get("component") or event.get("reportingComponent")
+        host = source.get("host") or event.get("reportingInstance")
+        if component == "kubelet" and host:
+            out[str((event.get("involvedObject") or {}).get("name"))].add(str(host))
+    return dict(out)
+
+
+def unexplained_rejections(
+    listed: Iterable[Mapping[str, Any]], by_kubelet: Mapping[str, set[str]]
+) -> list[str]:
+    """Pods counted as TopologyAffinityErrors without the kubelet of their node having
+    recorded the rejection (empty: every rejection counted is the kubelet's)."""
+    return [
+        f"{p['metadata']['name']}: rejected on {node_of(p)} without that kubelet's event"
+        for p in listed
+        if rejected(p) and node_of(p) not in by_kubelet.get(p["metadata"]["name"], set())
+    ]
 
 
 @dataclass(frozen=True)
@@ -305,6 +403,16 @@ def prediction_mismatches(listed: Iterable[Mapping[str, Any]]) -> list[str]:
             if predicted != observed:
                 problems.append(f"{name}: predicted groups {predicted} observed {observed}")
     return problems
+
+
+def prediction_agreement(listed: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
+    """(Running pods with a predicted placement, those whose prediction equals the
+    observation - placement and, where predicted, memory groups)."""
+    items = [
+        p for p in listed if phase(p) == "Running" and PREDICTED_PLACEMENT in annotations_of(p)
+    ]
+    wrong = {m.split(":", 1)[0] for m in prediction_mismatches(items)}
+    return len(items), sum(1 for p in items if p["metadata"]["name"] not in wrong)
 
 
 def double_allocations(listed: Iterable[Mapping[str, Any]], allocations: Allocations) -> list[str]:

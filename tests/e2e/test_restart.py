@@ -11,6 +11,7 @@ import pytest
 
 from exporter.annotations import OBSERVED_MEMORY_GROUPS
 from exporter.kubeclient import KubeClient
+from schedulers.adapter import Claim
 from tests.e2e.cluster import (
     annotations_of,
     create,
@@ -22,13 +23,16 @@ from tests.e2e.cluster import (
     phase,
     pods,
     wait_for,
+    wait_until,
     workload_pod,
 )
 from tests.e2e.deployment import Deployment, Topology
+from tests.e2e.findings import Findings
 from tests.e2e.topologies import two_zone_node
 
 pytestmark = pytest.mark.controlplane
 DeployFn = Callable[[Topology], Deployment]
+FindingsFn = Callable[[Deployment, str], Findings]
 
 #: (name, cores, GPUs, run duration): long-running pods and short ones that finish
 #: around the kill.
@@ -37,10 +41,11 @@ SECOND = [(f"b{i}", 1 + i % 2, (i + 1) % 2, None if i % 3 else "2s") for i in ra
 
 
 def test_f_controller_killed_and_restarted_mid_burst(
-    deploy: DeployFn, kube: KubeClient, namespace: str
+    deploy: DeployFn, findings: FindingsFn, kube: KubeClient, namespace: str
 ) -> None:
     nodes = tuple(two_zone_node(policy="single-numa-node", gpus=2) for _ in range(2))
     d = deploy(Topology(nodes=nodes, controller_args=("--start-delay", "500ms")))
+    f = findings(d, "f")
     profiles = {p.name: p for p in d.profiles}
 
     def submit(batch: list[tuple[str, int, int, str | None]]) -> None:
@@ -51,11 +56,12 @@ def test_f_controller_killed_and_restarted_mid_burst(
             create(kube, pod)
 
     submit(FIRST)
-    wait_for(
+    wait_until(
         lambda: sum(1 for p in pods(kube, namespace).values() if node_of(p)) >= 3,
         deployment=d,
         timeout=60,
         what="three pods bound",
+        required=Claim.ALIGNED in f.claims,
     )
     d.kill_controller()
     submit(SECOND)  # bound (or not) while no kubelet simulator runs
@@ -89,9 +95,11 @@ def test_f_controller_killed_and_restarted_mid_burst(
 
     listed = wait_for(converged, deployment=d, timeout=120, what="NRT and annotations converged")
     assert seen_double == []
+    f.invariants(listed.values())
     running = [p for p in listed.values() if phase(p) == "Running"]
-    assert running, "nothing survived the restart"
+    f.check(Claim.ALIGNED, bool(running), "nothing runs after the restart")
     held = d.allocations(listed.values())
     assert {p["metadata"]["name"] for p in holding(listed.values(), held)} == {
         p["metadata"]["name"] for p in running
     }
+    f.report(listed.values())
