@@ -10,7 +10,6 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from exporter.annotations import (
@@ -18,8 +17,6 @@ from exporter.annotations import (
     OBSERVED_PLACEMENT,
     PREDICTED_MEMORY_GROUPS,
     PREDICTED_PLACEMENT,
-    MemoryGroup,
-    ZonePlacement,
     format_memory_groups,
     format_placement,
     parse_memory_groups,
@@ -29,15 +26,18 @@ from exporter.annotations import (
 )
 from exporter.kubeclient import KubeClient, path
 from exporter.kubeerrors import NotFound, Transient
-from fakenrt.kubelet.allocation import PodAllocation
 from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile
 from fakenrt.profiles.resources import zone_allocatable
-from tests.e2e.allocations import Allocations
+from tests.e2e.allocations import Allocations, expected_observation
 from tests.e2e.deployment import CONTROLLER_LABEL, Deployment
+from tests.e2e.outcome import (
+    annotations_of,
+    node_of,
+    phase,
+)
 
 T = TypeVar("T")
-TOPOLOGY_AFFINITY_ERROR = "TopologyAffinityError"
 FAKE_NODE_TAINT = "fakenrt.io/fake-node"
 
 
@@ -119,24 +119,6 @@ def pods(kube: KubeClient, namespace: str) -> dict[str, dict[str, Any]]:
     return {p["metadata"]["name"]: p for p in items}
 
 
-def phase(pod: Mapping[str, Any]) -> str:
-    return str((pod.get("status") or {}).get("phase") or "Pending")
-
-
-def node_of(pod: Mapping[str, Any]) -> str | None:
-    return (pod.get("spec") or {}).get("nodeName") or None
-
-
-def annotations_of(pod: Mapping[str, Any]) -> dict[str, str]:
-    return dict((pod.get("metadata") or {}).get("annotations") or {})
-
-
-def rejected(pod: Mapping[str, Any]) -> bool:
-    """Refused by the (simulated) kubelet's Topology Manager."""
-    status = pod.get("status") or {}
-    return phase(pod) == "Failed" and status.get("reason") == TOPOLOGY_AFFINITY_ERROR
-
-
 def failed_scheduling_messages(kube: KubeClient, namespace: str, pod: str) -> list[str]:
     items, _ = kube.list_all(
         path("api", "v1", "namespaces", namespace, "events"),
@@ -167,63 +149,7 @@ def wait_unschedulable(
     )
 
 
-@dataclass(frozen=True)
-class Figures:
-    """Outcome counts of a workload, as the lead reports them."""
-
-    submitted: int
-    bound: int
-    ran: int
-    running: int
-    topology_affinity_errors: int
-    pending: int
-
-    def line(self, label: str) -> str:
-        return (
-            f"{label}: submitted={self.submitted} bound={self.bound} "
-            f"Running-or-completed={self.ran} Running-now={self.running} "
-            f"TopologyAffinityErrors={self.topology_affinity_errors} Pending={self.pending}"
-        )
-
-
-def figures(listed: Iterable[Mapping[str, Any]]) -> Figures:
-    items = list(listed)
-    return Figures(
-        submitted=len(items),
-        bound=sum(1 for p in items if node_of(p)),
-        ran=sum(1 for p in items if phase(p) in ("Running", "Succeeded")),
-        running=sum(1 for p in items if phase(p) == "Running"),
-        topology_affinity_errors=sum(1 for p in items if rejected(p)),
-        pending=sum(1 for p in items if not node_of(p)),
-    )
-
-
 # ---- observed vs simulated ----------------------------------------------------------
-
-
-def expected_observation(profile: NodeProfile, allocation: PodAllocation) -> tuple[str, str]:
-    """The observed placement and memory groups the simulator's allocation amounts to, in
-    the exporter's annotation format (interfaces.md)."""
-    zone_of_cpu = {cpu: z.id for z in profile.zones for cpu in z.cpus}
-    zone_of_device = {
-        (name, dev): z.id for z in profile.zones for name, ds in z.devices.items() for dev in ds.ids
-    }
-    per_zone: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    groups: dict[frozenset[int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for container in allocation.containers:
-        for cpu in container.cpus:
-            per_zone[zone_of_cpu[cpu]]["cpu"] += 1
-        for name, ids in container.devices.items():
-            for dev in ids:
-                if (name, dev) in zone_of_device:
-                    per_zone[zone_of_device[(name, dev)]][name] += 1
-        for block in container.memory:
-            if len(block.numa) == 1:
-                per_zone[next(iter(block.numa))][block.type] += block.size
-            groups[block.numa][block.type] += block.size
-    placement = format_placement(ZonePlacement(z, dict(a)) for z, a in per_zone.items())
-    memory = format_memory_groups(MemoryGroup(n, dict(a)) for n, a in groups.items())
-    return placement, memory
 
 
 def holding(

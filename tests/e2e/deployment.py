@@ -50,6 +50,8 @@ class Topology:
     nodes: tuple[Mapping[str, Any], ...]
     #: Extra ``fakenrt controller`` options, e.g. ``("--nrt-delay", "2s")``.
     controller_args: tuple[str, ...] = ()
+    #: Whether a ``numa-exporter`` runs per node (without: no observed placements).
+    exporters: bool = True
 
     def profiles(self) -> tuple[NodeProfile, ...]:
         return parse_profiles({"nodes": [dict(n) for n in self.nodes]}, source="e2e topology")
@@ -230,7 +232,7 @@ class ProcessDeployment:
         )  # fmt: skip
         self._controller.start(self._env())
         self._wait_nodes()
-        for profile in self.profiles:
+        for profile in self.profiles if self.topology.exporters else ():
             exporter = Process(
                 f"exporter {profile.name}",
                 [

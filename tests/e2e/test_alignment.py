@@ -13,19 +13,21 @@ from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
 from exporter.kubeclient import KubeClient
 from fakenrt.profiles import NodeProfile
 from tests.e2e.cluster import (
-    annotations_of,
     create,
-    node_of,
     observation_mismatches,
-    phase,
     pods,
     prediction_mismatches,
-    rejected,
     wait_for,
     wait_unschedulable,
     workload_pod,
 )
 from tests.e2e.deployment import Deployment, Topology
+from tests.e2e.outcome import (
+    annotations_of,
+    node_of,
+    phase,
+    rejected,
+)
 from tests.e2e.topologies import lopsided_gpu_node, two_zone_node
 
 pytestmark = pytest.mark.controlplane

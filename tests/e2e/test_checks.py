@@ -19,9 +19,11 @@ from tests.e2e.allocations import recorded_allocations
 from tests.e2e.cluster import (
     double_allocations,
     expected_available,
-    figures,
     observation_mismatches,
     prediction_mismatches,
+)
+from tests.e2e.outcome import (
+    figures,
 )
 
 GIB = 1 << 30

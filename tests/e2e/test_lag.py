@@ -21,18 +21,20 @@ import pytest
 from exporter.annotations import OBSERVED_PLACEMENT
 from exporter.kubeclient import KubeClient
 from tests.e2e.cluster import (
-    annotations_of,
     create,
-    figures,
     holding,
     nrt_converged,
     observation_mismatches,
-    phase,
     pods,
     wait_for,
     workload_pod,
 )
 from tests.e2e.deployment import Deployment, Topology
+from tests.e2e.outcome import (
+    annotations_of,
+    figures,
+    phase,
+)
 from tests.e2e.schedulers import SchedulerUnderTest
 from tests.e2e.topologies import two_zone_node
 

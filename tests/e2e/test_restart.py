@@ -12,19 +12,21 @@ import pytest
 from exporter.annotations import OBSERVED_MEMORY_GROUPS
 from exporter.kubeclient import KubeClient
 from tests.e2e.cluster import (
-    annotations_of,
     create,
     double_allocations,
     holding,
-    node_of,
     nrt_converged,
     observation_mismatches,
-    phase,
     pods,
     wait_for,
     workload_pod,
 )
 from tests.e2e.deployment import Deployment, Topology
+from tests.e2e.outcome import (
+    annotations_of,
+    node_of,
+    phase,
+)
 from tests.e2e.topologies import two_zone_node
 
 pytestmark = pytest.mark.controlplane
