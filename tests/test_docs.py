@@ -30,7 +30,7 @@ import pytest
 from tests.cli_tree import Command, scripts
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 SKIP_TAGS = {"cluster", "setup"}
 BLOCK_TIMEOUT_S = 120
 _FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.S | re.M)

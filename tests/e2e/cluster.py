@@ -29,13 +29,15 @@ from exporter.kubeerrors import NotFound, Transient
 from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile
 from fakenrt.profiles.resources import zone_allocatable
+from schedulers.adapter import Unschedulable
 from tests.e2e.allocations import Allocations, expected_observation
-from tests.e2e.deployment import CONTROLLER_LABEL, Deployment
+from tests.e2e.deployment import Deployment
 from tests.e2e.outcome import (
     annotations_of,
     node_of,
     phase,
 )
+from tests.e2e.schedulers import CONTROLLER_LABEL
 
 T = TypeVar("T")
 FAKE_NODE_TAINT = "fakenrt.io/fake-node"
@@ -92,8 +94,9 @@ def workload_pod(
     container: dict[str, Any] = {"name": "main", "image": how.image, "resources": resources}
     if how.command:
         container["command"] = list(how.command)
+    scheduling = deployment.pod_scheduling
     spec: dict[str, Any] = {
-        "schedulerName": deployment.scheduler.name,
+        "schedulerName": scheduling.scheduler_name,
         "nodeSelector": {CONTROLLER_LABEL: deployment.controller_name},
         "tolerations": [{"key": FAKE_NODE_TAINT, "operator": "Exists", "effect": "NoSchedule"}],
         "restartPolicy": "Never",
@@ -104,7 +107,12 @@ def workload_pod(
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "annotations": dict(how.annotations)},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": dict(scheduling.labels),
+            "annotations": {**scheduling.annotations, **how.annotations},
+        },
         "spec": spec,
     }
 
@@ -119,33 +127,53 @@ def pods(kube: KubeClient, namespace: str) -> dict[str, dict[str, Any]]:
     return {p["metadata"]["name"]: p for p in items}
 
 
-def failed_scheduling_messages(kube: KubeClient, namespace: str, pod: str) -> list[str]:
+def unschedulable_messages(
+    kube: KubeClient, namespace: str, pod: str, how: Unschedulable
+) -> list[str]:
+    """What the scheduler said about ``pod`` not fitting: the message of its
+    ``PodScheduled`` condition when that is ``False`` with reason ``Unschedulable``, and the
+    messages of its events with one of ``how.event_reasons`` (oldest first)."""
+    got = kube.get(path("api", "v1", "namespaces", namespace, "pods", pod), what="get pod")
+    messages = [
+        str(c.get("message") or "")
+        for c in (got.get("status") or {}).get("conditions") or []
+        if c.get("type") == "PodScheduled"
+        and c.get("status") == "False"
+        and c.get("reason") == "Unschedulable"
+    ]
     items, _ = kube.list_all(
         path("api", "v1", "namespaces", namespace, "events"),
         what="list events",
-        fieldSelector=f"involvedObject.name={pod},reason=FailedScheduling",
+        fieldSelector=f"involvedObject.name={pod},involvedObject.uid={got['metadata']['uid']}",
     )
-    return [str(e.get("message") or "") for e in items]
+    messages += [str(e.get("message") or "") for e in items if e.get("reason") in how.event_reasons]
+    return messages
+
+
+def reported_unschedulable(
+    kube: KubeClient, deployment: Deployment, namespace: str, pod: str
+) -> str | None:
+    """The scheduler under test's message saying no node can align ``pod``, if any."""
+    how = deployment.scheduler.unschedulable
+    pattern = re.compile(how.reason)
+    for message in unschedulable_messages(kube, namespace, pod, how):
+        if pattern.search(message):
+            return message
+    return None
 
 
 def wait_unschedulable(
     kube: KubeClient, deployment: Deployment, namespace: str, pod: str, *, timeout: float = 60
 ) -> str:
-    """Until the scheduler under test reports ``pod`` unschedulable for a NUMA reason;
-    return that message."""
-    pattern = re.compile(deployment.scheduler.reason)
-
-    def probe() -> str | None:
-        for message in failed_scheduling_messages(kube, namespace, pod):
-            if pattern.search(message):
-                return message
-        return None
-
+    """Until the scheduler under test reports ``pod`` unschedulable for a NUMA reason
+    (condition or event, :func:`unschedulable_messages`); return that message."""
+    how = deployment.scheduler.unschedulable
     return wait_for(
-        probe,
+        lambda: reported_unschedulable(kube, deployment, namespace, pod),
         deployment=deployment,
         timeout=timeout,
-        what=f"a FailedScheduling event of {pod} matching {pattern.pattern!r}",
+        what=f"{pod} reported unschedulable (PodScheduled condition or one of the events "
+        f"{', '.join(how.event_reasons)}) with a message matching {how.reason!r}",
     )
 
 

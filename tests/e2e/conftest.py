@@ -16,6 +16,8 @@ import pytest
 from exporter.kubeclient import KubeClient, path
 from exporter.kubeconfig import from_kubeconfig
 from exporter.kubeerrors import Conflict, NotFound
+from schedulers.adapter import Adapter
+from schedulers.building import BuildError, binaries
 from tests.controller.conftest import admin_kube
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.helpers import ensure_namespace
@@ -23,33 +25,45 @@ from tests.e2e.cluster import unique
 from tests.e2e.deployment import Deployment, ProcessDeployment, Topology
 from tests.e2e.kind_deployment import KindDeployment, install_crds
 from tests.e2e.realnode_deployment import RealKubeletDeployment, RealNodeCluster
-from tests.e2e.schedulers import RECONSTRUCTION, REFERENCE_MODES, SchedulerUnderTest, from_options
+from tests.e2e.schedulers import chosen
 from tests.kind.cluster import KindCluster, _lib_value
 
 DeployFn = Callable[[Topology], Deployment]
 #: (topology, scheduler under test, controller name) -> a deployment not started yet
-BackendFn = Callable[[Topology, SchedulerUnderTest, str], Deployment]
+BackendFn = Callable[[Topology, Adapter, str], Deployment]
 #: Per test on Kind (the first one also brings the cluster up).
 KIND_TIMEOUT_S = 900
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """``scheduler``: the user's scheduler when given; otherwise the reference scheduler's
-    default mode, or every mode for tests marked ``every_reference_mode``."""
+    """``scheduler``: the adapters ``--scheduler`` picks (default: the reference
+    scheduler) and the ad-hoc one of ``--scheduler-command``; for tests marked
+    ``every_mode`` every mode of each picked scheduler, else its default mode."""
     if "scheduler" not in metafunc.fixturenames:
         return
-    custom = from_options(
-        name=metafunc.config.getoption("--scheduler-name"),
-        command=metafunc.config.getoption("--scheduler-command"),
-        reason=metafunc.config.getoption("--scheduler-reason"),
-    )
-    if custom is not None:
-        chosen: tuple[SchedulerUnderTest, ...] = (custom,)
-    elif metafunc.definition.get_closest_marker("every_reference_mode"):
-        chosen = REFERENCE_MODES
-    else:
-        chosen = (RECONSTRUCTION,)
-    metafunc.parametrize("scheduler", chosen, ids=[s.id for s in chosen])
+    every_mode = metafunc.definition.get_closest_marker("every_mode") is not None
+    picked = chosen(metafunc.config, every_mode=every_mode)
+    metafunc.parametrize("scheduler", picked, ids=[a.id for a in picked])
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Build what the selected scenarios' schedulers need before the first test runs, so
+    a cold build (minutes) counts against no test's timeout; the builds' progress shows."""
+    builds = {}
+    for item in session.items:
+        callspec = getattr(item, "callspec", None)
+        adapter = callspec.params.get("scheduler") if callspec is not None else None
+        if isinstance(adapter, Adapter) and adapter.build is not None:
+            builds[adapter.build.script] = adapter.build
+    if not builds:
+        return
+    capture = session.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        for build in builds.values():
+            try:
+                binaries(build)
+            except BuildError as exc:
+                raise pytest.UsageError(f"building a scheduler under test: {exc}") from None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -134,9 +148,7 @@ def backend(request: pytest.FixtureRequest, kube: KubeClient) -> BackendFn:
     if _real_kubelets(request):
         real: RealNodeCluster = request.getfixturevalue("realnode_cluster")
 
-        def make_real(
-            topology: Topology, scheduler: SchedulerUnderTest, controller_name: str
-        ) -> Deployment:
+        def make_real(topology: Topology, scheduler: Adapter, controller_name: str) -> Deployment:
             return RealKubeletDeployment(
                 cluster=real,
                 kube=kube,
@@ -150,9 +162,7 @@ def backend(request: pytest.FixtureRequest, kube: KubeClient) -> BackendFn:
         cluster: KindCluster = request.getfixturevalue("kind_e2e")
         image = _lib_value("PROJECT_IMAGE")
 
-        def make_kind(
-            topology: Topology, scheduler: SchedulerUnderTest, controller_name: str
-        ) -> Deployment:
+        def make_kind(topology: Topology, scheduler: Adapter, controller_name: str) -> Deployment:
             return KindDeployment(
                 cluster=cluster,
                 kube=kube,
@@ -166,7 +176,7 @@ def backend(request: pytest.FixtureRequest, kube: KubeClient) -> BackendFn:
     control_plane: ControlPlane = request.getfixturevalue("control_plane")
     request.getfixturevalue("nrt_crd")
 
-    def make(topology: Topology, scheduler: SchedulerUnderTest, controller_name: str) -> Deployment:
+    def make(topology: Topology, scheduler: Adapter, controller_name: str) -> Deployment:
         return ProcessDeployment(
             kube=kube,
             kubeconfig=control_plane.kubeconfig,
@@ -193,7 +203,7 @@ def deploy(
     request: pytest.FixtureRequest,
     kube: KubeClient,
     backend: BackendFn,
-    scheduler: SchedulerUnderTest,
+    scheduler: Adapter,
     namespace: str,
 ) -> Iterator[DeployFn]:
     """Start a deployment of the given topology with the scheduler under test. After the

@@ -11,18 +11,14 @@ protocol.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import shlex
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -34,12 +30,17 @@ from fakenrt.controller.endpoints import socket_path, sysfs_root
 from fakenrt.controller.pods import RUN_DURATION_ANNOTATION
 from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile, parse_profiles
+from schedulers.adapter import Adapter
 from tests.e2e.allocations import Allocations, recorded_allocations
-from tests.e2e.schedulers import FAKENRT, SchedulerUnderTest
+from tests.e2e.processes import Process, harness_env
+from tests.e2e.schedulers import (
+    FAKENRT,
+    PodScheduling,
+    SchedulerRun,
+    free_port,
+)
 
 REPO = Path(__file__).resolve().parents[2]
-CONTROLLER_LABEL = "fakenrt.io/controller"
-_STOP_TIMEOUT_S = 20.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +56,14 @@ class Topology:
 
     def profiles(self) -> tuple[NodeProfile, ...]:
         return parse_profiles({"nodes": [dict(n) for n in self.nodes]}, source="e2e topology")
+
+    def for_scheduler(self, scheduler: Adapter) -> Topology:
+        """The topology with what ``scheduler`` expects of NRT on every node (its ``nrt``
+        keys; a node's own keys win)."""
+        if not scheduler.nrt:
+            return self
+        nodes = tuple({**n, "nrt": {**scheduler.nrt, **(n.get("nrt") or {})}} for n in self.nodes)
+        return replace(self, nodes=nodes)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,8 +91,12 @@ class Deployment(Protocol):
 
     #: Value of the ``fakenrt.io/controller`` label on this deployment's nodes.
     controller_name: str
-    scheduler: SchedulerUnderTest
+    scheduler: Adapter
     profiles: tuple[NodeProfile, ...]
+
+    @property
+    def pod_scheduling(self) -> PodScheduling:
+        """The scheduler name, labels and annotations of the deployment's workload pods."""
 
     def start(self) -> None:
         """Start everything; return once every node is Ready with an NRT and every
@@ -114,71 +127,6 @@ class Deployment(Protocol):
         then exits."""
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@dataclass
-class Process:
-    """One component as a local process, its output in a log file."""
-
-    name: str
-    argv: list[str]
-    log: Path
-    proc: subprocess.Popen[bytes] | None = None
-
-    def start(self, env: Mapping[str, str]) -> None:
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                self.argv,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=REPO,
-                env=dict(env),
-                start_new_session=True,
-            )
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def signal(self, signum: int) -> None:
-        if self.alive():
-            assert self.proc is not None
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signum)
-
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL after a bounded wait."""
-        if self.proc is None:
-            return
-        self.signal(signal.SIGTERM)
-        self.wait()
-
-    def wait(self) -> None:
-        """Wait for the process to exit; SIGKILL it after a bounded wait."""
-        if self.proc is None:
-            return
-        try:
-            self.proc.wait(timeout=_STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.signal(signal.SIGKILL)
-            self.proc.wait(timeout=_STOP_TIMEOUT_S)
-
-    def kill(self) -> None:
-        if self.proc is None:
-            return
-        self.signal(signal.SIGKILL)
-        self.proc.wait(timeout=_STOP_TIMEOUT_S)
-
-    def tail(self, chars: int = 3000) -> str:
-        text = self.log.read_text(errors="replace") if self.log.exists() else ""
-        return (
-            f"--- {self.name} (exit {self.proc.poll() if self.proc else None}):\n" + (text[-chars:])
-        )
-
-
 @dataclass
 class ProcessDeployment:
     """Every component as a local process, against one API server (admin kubeconfig)."""
@@ -186,7 +134,7 @@ class ProcessDeployment:
     kube: KubeClient
     kubeconfig: Path
     topology: Topology
-    scheduler: SchedulerUnderTest
+    scheduler: Adapter
     controller_name: str
     ready_timeout_s: float = 60.0
     profiles: tuple[NodeProfile, ...] = ()
@@ -194,17 +142,33 @@ class ProcessDeployment:
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="e2e-", dir="/tmp")))
     _controller: Process | None = None
     _others: list[Process] = field(default_factory=list)
+    _scheduler: SchedulerRun | None = None
+
+    @property
+    def run(self) -> SchedulerRun:
+        """The scheduler under test's components."""
+        if self._scheduler is None:
+            self._scheduler = SchedulerRun(
+                adapter=self.scheduler,
+                kubeconfig=self.kubeconfig,
+                controller_name=self.controller_name,
+                workdir=self.workdir / "scheduler",
+            )
+        return self._scheduler
+
+    @property
+    def pod_scheduling(self) -> PodScheduling:
+        return self.run.pod_scheduling
 
     @property
     def state_dir(self) -> Path:
         return self.workdir / "s"
 
     def _env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "NODE_NAME")}
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-        return env
+        return harness_env()
 
     def start(self) -> None:
+        self.topology = self.topology.for_scheduler(self.scheduler)
         self.profiles = self.topology.profiles()
         try:
             self._start()
@@ -241,7 +205,7 @@ class ProcessDeployment:
                     "--podresources-socket", str(socket_path(self.state_dir, profile.name)),
                     "--sysfs-root", str(sysfs_root(self.state_dir, profile.name)),
                     "--kubeconfig", str(self.kubeconfig),
-                    "--metrics-bind-address", f"127.0.0.1:{_free_port()}",
+                    "--metrics-bind-address", f"127.0.0.1:{free_port()}",
                     "--poll-interval", "0.5",
                     "--log-level", "warning",
                 ],
@@ -249,19 +213,7 @@ class ProcessDeployment:
             )  # fmt: skip
             exporter.start(self._env())
             self._others.append(exporter)
-        for name, content in self.scheduler.files.items():
-            (self.workdir / name).write_text(content)
-        scheduler = Process(
-            f"scheduler {self.scheduler.id}",
-            self.scheduler.argv(
-                kubeconfig=self.kubeconfig,
-                node_selector=f"{CONTROLLER_LABEL}={self.controller_name}",
-                workdir=self.workdir,
-            ),
-            self.workdir / "scheduler.log",
-        )
-        scheduler.start(self._env())
-        self._others.append(scheduler)
+        self.run.start()
         self._check_alive()
 
     def _wait_nodes(self) -> None:
@@ -300,8 +252,10 @@ class ProcessDeployment:
 
     def _check_alive(self) -> None:
         for proc in [self._controller, *self._others]:
-            if proc is not None and proc.proc is not None and not proc.alive():
+            if proc is not None and proc.exited():
                 raise AssertionError(f"{proc.name} exited\n{self.diagnostics()}")
+        if self._scheduler is not None:
+            self._scheduler.check_alive()
 
     def kill_controller(self) -> None:
         assert self._controller is not None and self._controller.alive()
@@ -315,8 +269,12 @@ class ProcessDeployment:
     def stop(self) -> None:
         # The scheduler and the exporters in parallel (an exporter may take seconds to
         # drain), then the controller.
+        if self._scheduler is not None:
+            self._scheduler.signal_stop()
         for proc in self._others:
             proc.signal(signal.SIGTERM)
+        if self._scheduler is not None:
+            self._scheduler.wait()
         for proc in self._others:
             proc.wait()
         if self._controller is not None:
@@ -325,7 +283,8 @@ class ProcessDeployment:
 
     def diagnostics(self) -> str:
         procs: Sequence[Process | None] = [self._controller, *self._others]
-        return "\n".join(p.tail() for p in procs if p is not None)
+        run = [self._scheduler.diagnostics()] if self._scheduler is not None else []
+        return "\n".join([*(p.tail() for p in procs if p is not None), *run])
 
     def node_name(self, profile_name: str) -> str:
         return profile_name

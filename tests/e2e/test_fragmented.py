@@ -8,11 +8,11 @@ from collections.abc import Callable
 import pytest
 
 from exporter.kubeclient import KubeClient
+from schedulers.adapter import Adapter
 from tests.e2e.deployment import Deployment, Topology
 from tests.e2e.driver import drive, topology_for
 from tests.e2e.outcome import figures, harness_problems
 from tests.e2e.scenarios import G
-from tests.e2e.schedulers import SchedulerUnderTest
 
 pytestmark = pytest.mark.controlplane
 DeployFn = Callable[[Topology], Deployment]
@@ -22,7 +22,7 @@ def test_g_fragmented_fleet(
     deploy: DeployFn,
     kube: KubeClient,
     namespace: str,
-    scheduler: SchedulerUnderTest,
+    scheduler: Adapter,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     d = deploy(topology_for(G, G.default_variant))

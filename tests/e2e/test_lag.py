@@ -20,6 +20,7 @@ import pytest
 
 from exporter.annotations import OBSERVED_PLACEMENT
 from exporter.kubeclient import KubeClient
+from schedulers.adapter import Adapter
 from tests.e2e.cluster import (
     create,
     holding,
@@ -35,10 +36,9 @@ from tests.e2e.outcome import (
     figures,
     phase,
 )
-from tests.e2e.schedulers import SchedulerUnderTest
 from tests.e2e.topologies import two_zone_node
 
-pytestmark = [pytest.mark.controlplane, pytest.mark.every_reference_mode]
+pytestmark = [pytest.mark.controlplane, pytest.mark.every_mode]
 DeployFn = Callable[[Topology], Deployment]
 
 #: 5 s +- 3 s: every change of a node shows in its NRT 2 s + U(0, 6 s) after it happened.
@@ -53,7 +53,7 @@ def test_d_nrt_lag_on_unevenly_used_nodes(
     deploy: DeployFn,
     kube: KubeClient,
     namespace: str,
-    scheduler: SchedulerUnderTest,
+    scheduler: Adapter,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     nodes = tuple(two_zone_node(policy="single-numa-node", nrt=LAG) for _ in range(2))

@@ -1,4 +1,4 @@
-"""The scheduler-under-test options: placeholders and the checks on what a user gives."""
+"""The scheduler options of the e2e suite: the ad-hoc scheduler and picking adapters."""
 
 from __future__ import annotations
 
@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.schedulers import RECONSTRUCTION, STALE_NRT, from_options
+from schedulers.adapter import Claim, Placeholders, argv
+from schedulers.reference import RECONSTRUCTION, STALE_NRT
+from tests.e2e.schedulers import from_options
 
 
-def test_placeholders_are_filled_per_argument() -> None:
+def test_the_ad_hoc_scheduler_keeps_its_name_and_fills_placeholders() -> None:
     scheduler = from_options(
         name="topo",
         command="kube-scheduler --kubeconfig {kubeconfig} --name={scheduler_name} "
@@ -17,43 +19,62 @@ def test_placeholders_are_filled_per_argument() -> None:
         reason="cannot align",
     )
     assert scheduler is not None
-    argv = scheduler.argv(
-        kubeconfig=Path("/a b/kc"), node_selector="fakenrt.io/controller=e2e", workdir=Path("/w")
-    )
-    assert argv == [
-        "kube-scheduler", "--kubeconfig", "/a b/kc", "--name=topo",
-        "--sel", "fakenrt.io/controller=e2e", "--dir", "/w/x",
+    values = Placeholders.example()
+    assert argv(scheduler.components[0].command, values, where="t") == [
+        "kube-scheduler", "--kubeconfig", "/kubeconfig", "--name=scheduler",
+        "--sel", "fakenrt.io/controller=e2e", "--dir", "/workdir/x",
     ]  # fmt: skip
-    assert scheduler.name == "topo" and not scheduler.trusts_stale_nrt
+    assert scheduler.name_for("e2e-1") == "topo" and scheduler.id == "custom-topo"
+    assert scheduler.unschedulable.reason == "cannot align"
+    assert scheduler.claims == {Claim.ALIGNED, Claim.LAG_SAFE, Claim.REPORTS_UNSCHEDULABLE}
+    assert not scheduler.trusts_stale_nrt and scheduler.build is None
 
 
-def test_no_options_means_the_reference_modes() -> None:
+def test_claims_of_the_ad_hoc_scheduler() -> None:
+    none = from_options(name="t", command="s", reason="x", claims="none")
+    assert none is not None and none.claims == frozenset()
+    some = from_options(name="t", command="s", reason="x", claims="exact-prediction, aligned")
+    assert some is not None and some.claims == {Claim.EXACT_PREDICTION, Claim.ALIGNED}
+
+
+def test_no_options_means_no_ad_hoc_scheduler() -> None:
     assert from_options(name=None, command=None, reason="x") is None
 
 
 @pytest.mark.parametrize(
-    ("name", "command", "reason", "complaint"),
+    ("name", "command", "reason", "claims", "complaint"),
     [
-        pytest.param("topo", None, "x", "go together", id="name-only"),
-        pytest.param(None, "kube-scheduler", "x", "go together", id="command-only"),
-        pytest.param("", "kube-scheduler", "x", "go together", id="empty-name"),
-        pytest.param("topo", "s --k {kubecfg}", "x", "bad placeholder", id="unknown-placeholder"),
-        pytest.param("topo", "s", "(", "--scheduler-reason", id="bad-regex"),
+        pytest.param("topo", None, "x", None, "go together", id="name-only"),
+        pytest.param(None, "kube-scheduler", "x", None, "go together", id="command-only"),
+        pytest.param("", "kube-scheduler", "x", None, "go together", id="empty-name"),
+        pytest.param("t", "s --k {kubecfg}", "x", None, "unknown placeholder", id="placeholder"),
+        pytest.param("topo", "s", "(", None, "--scheduler-reason", id="bad-regex"),
+        pytest.param("topo", "s", "x", "fast", "--scheduler-claims", id="bad-claim"),
     ],
 )
 def test_bad_options_are_usage_errors(
-    name: str | None, command: str | None, reason: str, complaint: str
+    name: str | None, command: str | None, reason: str, claims: str | None, complaint: str
 ) -> None:
     with pytest.raises(pytest.UsageError, match=complaint):
-        from_options(name=name, command=command, reason=reason)
+        from_options(name=name, command=command, reason=reason, claims=claims)
 
 
 def test_reference_modes_differ_only_in_trusting_nrt() -> None:
-    base = RECONSTRUCTION.argv(kubeconfig=Path("/k"), node_selector="s", workdir=Path("/w"))
-    stale = STALE_NRT.argv(kubeconfig=Path("/k"), node_selector="s", workdir=Path("/w"))
-    assert stale[: len(base)] == [
-        a if a != "numa-reference" else "numa-reference-stale" for a in base
-    ]
-    assert stale[len(base) :] == ["--args", "/w/stale-nrt.yaml"]
+    values = Placeholders.example()
+    (base,) = (argv(c.command, values, where="t") for c in RECONSTRUCTION.components)
+    (stale,) = (argv(c.command, values, where="t") for c in STALE_NRT.components)
+    assert stale[: len(base)] == base
+    assert stale[len(base) :] == ["--args", "/workdir/stale-nrt.yaml"]
     assert STALE_NRT.files == {"stale-nrt.yaml": "reconstructAvailable: false\n"}
     assert STALE_NRT.trusts_stale_nrt and not RECONSTRUCTION.trusts_stale_nrt
+    assert RECONSTRUCTION.scheduler_name == STALE_NRT.scheduler_name
+    assert RECONSTRUCTION.name_for("e2e-1") == "numa-reference-e2e-1"
+
+
+def test_a_placeholder_path_with_spaces_stays_one_argument() -> None:
+    values = Placeholders.example()
+    from dataclasses import replace
+
+    spaced = replace(values, kubeconfig=Path("/a b/kc"))
+    (words,) = (argv(c.command, spaced, where="t") for c in RECONSTRUCTION.components)
+    assert words[words.index("--kubeconfig") + 1] == "/a b/kc"

@@ -1,0 +1,37 @@
+"""Finding the adapters and picking them by name."""
+
+from __future__ import annotations
+
+import pytest
+
+from schedulers import registry
+from schedulers.adapter import Claim
+
+
+def test_every_adapter_is_well_formed_and_each_scheduler_has_a_default_mode() -> None:
+    adapters = registry.adapters()
+    assert len({a.id for a in adapters}) == len(adapters)
+    for name in registry.scheduler_names():
+        assert any(a.default for a in adapters if a.scheduler == name), name
+
+
+def test_the_reference_modes() -> None:
+    ids = [a.id for a in registry.select(["reference"], every_mode=True)]
+    assert ids == ["reference-reconstruction", "reference-stale-nrt"]
+    (default,) = registry.select(["reference"], every_mode=False)
+    assert default.id == "reference-reconstruction" and default.claims == frozenset(Claim)
+    (stale,) = registry.select(["reference-stale-nrt"], every_mode=False)
+    assert stale.trusts_stale_nrt and Claim.LAG_SAFE not in stale.claims
+
+
+def test_all_picks_every_scheduler_once() -> None:
+    every = registry.select(["all", "reference"], every_mode=True)
+    assert [a.id for a in every] == [a.id for a in registry.adapters()]
+    defaults = registry.select(["all"], every_mode=False)
+    assert {a.scheduler for a in defaults} == set(registry.scheduler_names())
+    assert all(a.default for a in defaults)
+
+
+def test_an_unknown_name_lists_the_known_ones() -> None:
+    with pytest.raises(ValueError, match=r"unknown scheduler 'nope'; known: all, .*reference"):
+        registry.select(["nope"], every_mode=False)
