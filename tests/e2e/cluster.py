@@ -1,42 +1,18 @@
-"""What the scenarios do and check through the API: submit workload pods, read them back,
-count outcomes, and compare what the exporter observed with what the simulated kubelet
-allocated (the controller's ``fakenrt.io/allocation`` record on each pod)."""
+"""What the scenarios do through the API: submit workload pods, read them back, read a
+node's NRT and compare it with what the kubelets hold (tests/e2e/invariants.py)."""
 
 from __future__ import annotations
 
-import json
-import re
-import time
 import uuid
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
-from exporter.annotations import (
-    OBSERVED_MEMORY_GROUPS,
-    OBSERVED_PLACEMENT,
-    PREDICTED_MEMORY_GROUPS,
-    PREDICTED_PLACEMENT,
-    format_memory_groups,
-    format_placement,
-    parse_memory_groups,
-    parse_placement,
-    parse_zone_name,
-    zone_name,
-)
 from exporter.kubeclient import KubeClient, path
-from exporter.kubeerrors import NotFound, Transient
 from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile
-from fakenrt.profiles.resources import zone_allocatable
-from schedulers.adapter import Unschedulable
-from tests.e2e.allocations import Allocations, expected_observation
+from tests.e2e.allocations import Allocations
 from tests.e2e.deployment import Deployment
-from tests.e2e.outcome import (
-    annotations_of,
-    node_of,
-    phase,
-)
+from tests.e2e.invariants import expected_available, is_memory
 from tests.e2e.schedulers import CONTROLLER_LABEL
 
 T = TypeVar("T")
@@ -45,26 +21,6 @@ FAKE_NODE_TAINT = "fakenrt.io/fake-node"
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:6]}"
-
-
-def wait_for(
-    probe: Callable[[], T | None], *, deployment: Deployment, timeout: float, what: str
-) -> T:
-    """Poll ``probe`` until it returns something truthy; fail after ``timeout`` seconds with
-    the last value and the components' logs."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        try:
-            last = probe()
-        except Transient:  # the API server is busy: ask again
-            last = None
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(
-        f"timed out after {timeout}s waiting for {what}; last={last!r}\n" + deployment.diagnostics()
-    )
 
 
 def workload_pod(
@@ -127,160 +83,6 @@ def pods(kube: KubeClient, namespace: str) -> dict[str, dict[str, Any]]:
     return {p["metadata"]["name"]: p for p in items}
 
 
-def unschedulable_messages(
-    kube: KubeClient, namespace: str, pod: str, how: Unschedulable
-) -> list[str]:
-    """What the scheduler said about ``pod`` not fitting: the message of its
-    ``PodScheduled`` condition when that is ``False`` with reason ``Unschedulable``, and the
-    messages of its events with one of ``how.event_reasons`` (oldest first)."""
-    got = kube.get(path("api", "v1", "namespaces", namespace, "pods", pod), what="get pod")
-    messages = [
-        str(c.get("message") or "")
-        for c in (got.get("status") or {}).get("conditions") or []
-        if c.get("type") == "PodScheduled"
-        and c.get("status") == "False"
-        and c.get("reason") == "Unschedulable"
-    ]
-    items, _ = kube.list_all(
-        path("api", "v1", "namespaces", namespace, "events"),
-        what="list events",
-        fieldSelector=f"involvedObject.name={pod},involvedObject.uid={got['metadata']['uid']}",
-    )
-    messages += [str(e.get("message") or "") for e in items if e.get("reason") in how.event_reasons]
-    return messages
-
-
-def reported_unschedulable(
-    kube: KubeClient, deployment: Deployment, namespace: str, pod: str
-) -> str | None:
-    """The scheduler under test's message saying no node can align ``pod``, if any."""
-    how = deployment.scheduler.unschedulable
-    pattern = re.compile(how.reason)
-    for message in unschedulable_messages(kube, namespace, pod, how):
-        if pattern.search(message):
-            return message
-    return None
-
-
-def wait_unschedulable(
-    kube: KubeClient, deployment: Deployment, namespace: str, pod: str, *, timeout: float = 60
-) -> str:
-    """Until the scheduler under test reports ``pod`` unschedulable for a NUMA reason
-    (condition or event, :func:`unschedulable_messages`); return that message."""
-    how = deployment.scheduler.unschedulable
-    return wait_for(
-        lambda: reported_unschedulable(kube, deployment, namespace, pod),
-        deployment=deployment,
-        timeout=timeout,
-        what=f"{pod} reported unschedulable (PodScheduled condition or one of the events "
-        f"{', '.join(how.event_reasons)}) with a message matching {how.reason!r}",
-    )
-
-
-# ---- observed vs simulated ----------------------------------------------------------
-
-
-def holding(
-    listed: Iterable[Mapping[str, Any]], allocations: Allocations
-) -> list[Mapping[str, Any]]:
-    """Pods that hold resources on a node: bound, admitted (their kubelet holds an
-    allocation), not terminal."""
-    return [
-        p
-        for p in listed
-        if node_of(p)
-        and phase(p) in ("Pending", "Running")
-        and p["metadata"]["name"] in allocations
-    ]
-
-
-def observation_mismatches(
-    listed: Iterable[Mapping[str, Any]],
-    profiles: Mapping[str, NodeProfile],
-    allocations: Allocations,
-) -> list[str]:
-    """Every Running pod on the deployment's nodes whose observed annotations differ from
-    what its kubelet allocated (empty: all agree). A pod with nothing aligned must carry
-    no observed placement and ``[]`` memory groups."""
-    problems: list[str] = []
-    for pod in listed:
-        node = node_of(pod)
-        if phase(pod) != "Running" or node is None or node not in profiles:
-            continue
-        name = pod["metadata"]["name"]
-        allocation = allocations.get(name)
-        if allocation is None:
-            problems.append(f"{name}: Running without a recorded allocation")
-            continue
-        placement, memory = expected_observation(profiles[node], allocation)
-        got = annotations_of(pod)
-        want_placement = None if placement == "[]" else placement
-        if got.get(OBSERVED_PLACEMENT) != want_placement:
-            problems.append(
-                f"{name}: observed {got.get(OBSERVED_PLACEMENT)!r}, allocated {want_placement!r}"
-            )
-        if got.get(OBSERVED_MEMORY_GROUPS) != memory:
-            problems.append(
-                f"{name}: observed groups {got.get(OBSERVED_MEMORY_GROUPS)!r}, allocated {memory!r}"
-            )
-    return problems
-
-
-def _canonical(raw: str | None, *, groups: bool) -> str | None:
-    """An annotation value in the writers' canonical form (None stays None)."""
-    if raw is None:
-        return None
-    if groups:
-        return format_memory_groups(parse_memory_groups(raw))
-    return format_placement(parse_placement(raw))
-
-
-def prediction_mismatches(listed: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Running pods whose scheduler-written prediction differs from the observation (pods
-    without a prediction - a scheduler that writes none - are not compared).
-
-    Both pairs follow one rule (interfaces.md), memory included: the placement's per-zone
-    memory counts single-NUMA blocks only, every block is in the memory groups. The
-    predicted placement is compared with the observed one (absent: ``[]``); the predicted
-    groups, when the scheduler writes them, with the observed groups."""
-    problems: list[str] = []
-    for pod in listed:
-        got = annotations_of(pod)
-        if phase(pod) != "Running" or PREDICTED_PLACEMENT not in got:
-            continue
-        name = pod["metadata"]["name"]
-        predicted = _canonical(got[PREDICTED_PLACEMENT], groups=False)
-        observed = _canonical(got.get(OBSERVED_PLACEMENT, "[]"), groups=False)
-        if predicted != observed:
-            problems.append(f"{name}: predicted {predicted} observed {observed}")
-        if PREDICTED_MEMORY_GROUPS in got:
-            predicted = _canonical(got[PREDICTED_MEMORY_GROUPS], groups=True)
-            observed = _canonical(got.get(OBSERVED_MEMORY_GROUPS), groups=True)
-            if predicted != observed:
-                problems.append(f"{name}: predicted groups {predicted} observed {observed}")
-    return problems
-
-
-def double_allocations(listed: Iterable[Mapping[str, Any]], allocations: Allocations) -> list[str]:
-    """CPUs or devices held by two pods of the same node at once."""
-    owner: dict[tuple[str, str, str], str] = {}
-    problems: list[str] = []
-    for pod in holding(listed, allocations):
-        allocation = allocations[pod["metadata"]["name"]]
-        node = str(node_of(pod))
-        name = pod["metadata"]["name"]
-        for container in allocation.containers:
-            ids = [("cpu", str(c)) for c in container.cpus] + [
-                (res, dev) for res, devs in container.devices.items() for dev in devs
-            ]
-            for res, ident in ids:
-                key = (node, res, ident)
-                if key in owner and owner[key] != name:
-                    problems.append(f"{node} {res} {ident}: held by {owner[key]} and {name}")
-                owner[key] = name
-    return problems
-
-
 def nrt_available(kube: KubeClient, node: str) -> dict[str, dict[str, int]]:
     """zone name -> resource -> NRT ``available``."""
     nrt = kube.get(path("apis", NRT_GROUP, NRT_VERSION, NRT_PLURAL, node))
@@ -288,41 +90,6 @@ def nrt_available(kube: KubeClient, node: str) -> dict[str, dict[str, int]]:
         z["name"]: {r["name"]: int(r["available"]) for r in z.get("resources") or []}
         for z in nrt.get("zones") or []
     }
-
-
-def expected_available(
-    profile: NodeProfile, listed: Iterable[Mapping[str, Any]], allocations: Allocations
-) -> dict[str, dict[str, int]]:
-    """What NRT ``available`` must converge to for CPUs and devices: each zone's
-    allocatable minus the profile's foreign use and the allocations of the pods holding
-    resources on the node. (Memory is left out: the simulator splits a multi-NUMA group's
-    memory among its zones, which no observed annotation shows.)"""
-    allocatable = zone_allocatable(profile)
-    used: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for zone in profile.zones:
-        for res, amount in zone.allocated.items():
-            used[zone.id][res] += amount
-    for pod in holding(listed, allocations):
-        if node_of(pod) != profile.name:
-            continue
-        allocation = allocations[pod["metadata"]["name"]]
-        placement, _ = expected_observation(profile, allocation)
-        for entry in json.loads(placement):
-            zone_id = parse_zone_name(entry["zone"])
-            for res, amount in entry["amount"].items():
-                used[zone_id][res] += int(amount)
-    return {
-        zone_name(z.id): {
-            res: max(0, amount - used[z.id].get(res, 0))
-            for res, amount in allocatable[z.id].items()
-            if not _memory(res)
-        }
-        for z in profile.zones
-    }
-
-
-def _memory(resource: str) -> bool:
-    return resource == "memory" or resource.startswith("hugepages-")
 
 
 def nrt_converged(
@@ -333,17 +100,7 @@ def nrt_converged(
 ) -> bool:
     """The node's NRT ``available`` for CPUs and devices equals what its pods hold."""
     published = {
-        zone: {res: n for res, n in amounts.items() if not _memory(res)}
+        zone: {res: n for res, n in amounts.items() if not is_memory(res)}
         for zone, amounts in nrt_available(kube, profile.name).items()
     }
     return published == expected_available(profile, listed, allocations)
-
-
-def not_found_is_none(probe: Callable[[], T]) -> Callable[[], T | None]:
-    def wrapped() -> T | None:
-        try:
-            return probe()
-        except NotFound:
-            return None
-
-    return wrapped

@@ -31,15 +31,9 @@ from exporter.annotations import OBSERVED_MEMORY_GROUPS
 from exporter.kubeclient import KubeClient, path
 from exporter.kubeerrors import Transient
 from fakenrt.durations import parse_duration
-from tests.e2e.cluster import (
-    create,
-    double_allocations,
-    nrt_converged,
-    observation_mismatches,
-    pods,
-    workload_pod,
-)
+from tests.e2e.cluster import create, nrt_converged, pods, workload_pod
 from tests.e2e.deployment import Deployment, Topology
+from tests.e2e.invariants import double_allocations, observation_mismatches
 from tests.e2e.outcome import (
     Outcome,
     Transition,
@@ -48,9 +42,9 @@ from tests.e2e.outcome import (
     kubelet_rejections,
     node_of,
     phase,
+    scheduler_messages,
     scheduler_reports,
     unschedulable_condition,
-    unschedulable_messages,
 )
 from tests.e2e.scenarios.model import (
     AwaitBaseline,
@@ -69,8 +63,10 @@ from tests.e2e.variants import Variant
 POLL_S = 0.25
 #: Events are listed every this many seconds while the driver needs them.
 EVENTS_EVERY_S = 1.0
-#: Quiet period beyond the NRT lag before pods reported unplaceable count as settled.
-QUIET_S = 3.0
+#: Quiet period beyond the NRT lag before pods reported unplaceable count as settled:
+#: kube-scheduler's (and the reference scheduler's) longest backoff of a pod that fit
+#: nowhere (10 s) and some slack - a scheduler retries it at the latest then.
+QUIET_S = 12.0
 #: Quiet period after which pods the scheduler never reported count as settled too.
 SILENT_S = 30.0
 #: Beyond the NRT lag: how long the exporter and NRT get to catch up after settling.
@@ -113,6 +109,10 @@ class _Run:
     doubles: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
     submitted: set[str] = field(default_factory=set)
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return self.deployment.scheduler.unschedulable.event_reasons
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -239,7 +239,9 @@ class _Run:
         pod = self.listed.get(name)
         if pod is None:
             return False
-        return bool(node_of(pod) or unschedulable_messages(pod, scheduler_reports(self.events)))
+        return bool(
+            node_of(pod) or scheduler_messages(pod, scheduler_reports(self.events, self.reasons))
+        )
 
     def baseline(self, names: tuple[str, ...]) -> bool:
         listed = self.listed
@@ -257,7 +259,7 @@ class _Run:
     # ---- settling ----------------------------------------------------------------------
 
     def settled(self) -> bool:
-        reports = scheduler_reports(self.events)
+        reports = scheduler_reports(self.events, self.reasons)
         unbound_reported = True
         has_unbound = False
         for name in self.submitted:
@@ -272,7 +274,7 @@ class _Run:
                 return False
             if not bound:
                 has_unbound = True
-                unbound_reported &= bool(unschedulable_messages(pod, reports))
+                unbound_reported &= bool(scheduler_messages(pod, reports))
         if not has_unbound:
             return True
         quiet = self.now() - self.last_change
@@ -325,7 +327,9 @@ def _events(kube: KubeClient, namespace: str) -> list[dict[str, Any]]:
     return items
 
 
-def _event_timeline(events: list[dict[str, Any]], wall0: float) -> list[Transition]:
+def _event_timeline(
+    events: list[dict[str, Any]], wall0: float, reasons: tuple[str, ...]
+) -> list[Transition]:
     """The scheduler's reports and the kubelets' rejections, at their recorded times."""
     out = []
     rejections = {(r.pod, r.node) for r in kubelet_rejections(events)}
@@ -341,7 +345,7 @@ def _event_timeline(events: list[dict[str, Any]], wall0: float) -> list[Transiti
         count = int(e.get("count") or (e.get("series") or {}).get("count") or 1)
         times = f" (x{count})" if count > 1 else ""
         if (
-            reason in ("FailedScheduling", "Unschedulable")
+            reason in reasons
             or (
                 pod,
                 str(source.get("host") or ""),
@@ -384,7 +388,7 @@ def drive(
     observed, stale = run.converge()
     run.events = _events(kube, namespace)
     timeline = sorted(
-        [*run.timeline, *_event_timeline(run.events, run.wall0)], key=lambda t: t.at_s
+        [*run.timeline, *_event_timeline(run.events, run.wall0, run.reasons)], key=lambda t: t.at_s
     )
     listed = run.listed
     return Outcome(
@@ -405,4 +409,5 @@ def drive(
         observation_mismatches=tuple(observed),
         nrt_mismatches=tuple(stale),
         notes=tuple(run.notes),
+        report_reasons=run.reasons,
     )

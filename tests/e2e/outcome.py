@@ -85,6 +85,8 @@ class Outcome:
     nrt_mismatches: tuple[str, ...] = ()
     #: What the driver gave up waiting for, and when.
     notes: tuple[str, ...] = ()
+    #: The event reasons the scheduler reports an unplaceable pod with.
+    report_reasons: tuple[str, ...] = tuple(sorted(UNSCHEDULABLE_EVENT_REASONS))
 
     # ---- counting ----------------------------------------------------------------------
 
@@ -206,17 +208,21 @@ def unschedulable_condition(pod: Mapping[str, Any]) -> str | None:
     return None
 
 
-def scheduler_reports(events: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
-    """Pod name -> the messages of the events a scheduler reports it unplaceable with."""
+def scheduler_reports(
+    events: Iterable[Mapping[str, Any]], reasons: Iterable[str] = UNSCHEDULABLE_EVENT_REASONS
+) -> dict[str, list[str]]:
+    """Pod name -> the messages of the events (of one of ``reasons``) a scheduler reports
+    it unplaceable with."""
+    wanted = frozenset(reasons)
     out: dict[str, list[str]] = {}
     for e in events:
         involved = e.get("involvedObject") or {}
-        if involved.get("kind") == "Pod" and e.get("reason") in UNSCHEDULABLE_EVENT_REASONS:
+        if involved.get("kind") == "Pod" and e.get("reason") in wanted:
             out.setdefault(str(involved.get("name")), []).append(str(e.get("message") or ""))
     return out
 
 
-def unschedulable_messages(pod: Mapping[str, Any], reports: Mapping[str, list[str]]) -> list[str]:
+def scheduler_messages(pod: Mapping[str, Any], reports: Mapping[str, list[str]]) -> list[str]:
     """What the scheduler said about ``pod`` being unplaceable: the condition's message
     and its events' (empty: it said nothing)."""
     messages = list(reports.get(name_of(pod), []))
@@ -314,7 +320,8 @@ class PredictionAgreement:
     #: The whole annotation as the kubelet's allocation amounts to it (interfaces.md),
     #: memory and memory groups included.
     exact: int
-    #: Pods whose zones differ: ``name: predicted ... kubelet ...``.
+    #: Pods whose prediction is not exact: ``name (zones|amounts differ): predicted ...
+    #: kubelet ...``.
     mismatches: tuple[str, ...] = ()
 
     @property
@@ -355,17 +362,19 @@ def prediction_agreement(outcome: Outcome) -> PredictionAgreement:
         except AnnotationFormatError as exc:
             mismatches.append(f"{name}: unreadable prediction ({exc})")
             continue
-        if _zones_by_resource(guess) == _zones_by_resource(actual):
-            zones_agree += 1
-        else:
-            mismatches.append(
-                f"{name}: predicted {format_placement(guess)} kubelet {format_placement(actual)}"
-            )
+        same_zones = _zones_by_resource(guess) == _zones_by_resource(actual)
+        zones_agree += same_zones
         same_groups = guess_groups is None or format_memory_groups(
             guess_groups
         ) == format_memory_groups(MemoryGroup(n, a) for n, a in groups.items())
         if format_placement(guess) == format_placement(actual) and same_groups:
             exact += 1
+        else:
+            what = "amounts differ" if same_zones else "zones differ"
+            mismatches.append(
+                f"{name} ({what}): predicted {format_placement(guess)} "
+                f"kubelet {format_placement(actual)}"
+            )
     return PredictionAgreement(predicted, zones_agree, exact, tuple(mismatches))
 
 

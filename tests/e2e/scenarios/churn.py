@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from schedulers.adapter import Claim
 from tests.e2e.outcome import Outcome
 from tests.e2e.scenarios.checking import all_ran, none_rejected
 from tests.e2e.scenarios.model import PodTemplate, Scenario, Submit
@@ -74,6 +75,7 @@ def churn(seconds: int) -> Scenario:
         controller_args=("--seed", "18"),
         steps=(Submit(arrivals(seconds)),),
         check=_check_h,
+        claim=Claim.LAG_SAFE,
         default_variant=Variant(exporter=True, lag=LAG_5S),
         settle_timeout_s=240.0,
         parameters={"churn_seconds": seconds},

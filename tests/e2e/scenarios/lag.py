@@ -12,6 +12,7 @@ observed (else predicted) placements never does.
 
 from __future__ import annotations
 
+from schedulers.adapter import Claim
 from tests.e2e.outcome import Outcome, node_of, phase
 from tests.e2e.scenarios.checking import all_ran, none_rejected
 from tests.e2e.scenarios.model import AwaitBaseline, PodTemplate, Scenario, Submit
@@ -59,6 +60,7 @@ D = Scenario(
         ),
     ),
     check=_check_d,
+    claim=Claim.LAG_SAFE,
     default_variant=Variant(exporter=True, lag=LAG_5S),
     settle_timeout_s=240.0,
 )

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from schedulers.adapter import Claim
 from tests.e2e.variants import LAG_NONE, Lag, Variant
 
 if TYPE_CHECKING:
@@ -95,6 +96,9 @@ class Scenario:
     nodes: Callable[[], tuple[dict[str, Any], ...]]
     steps: tuple[Step, ...]
     check: Check
+    #: The claim of a scheduler (schedulers/adapter.py) that ``check`` holds it to:
+    #: ``aligned`` without NRT lag, ``lag-safe`` under lag.
+    claim: Claim = Claim.ALIGNED
     #: The variant the pytest suite runs and the scorecard's CI part runs first.
     default_variant: Variant = field(default_factory=lambda: Variant(exporter=True, lag=LAG_NONE))
     controller_args: tuple[str, ...] = ()
