@@ -19,10 +19,10 @@ from tests.e2e.outcome import scheduler_reports as reports_of
 from tests.e2e.scenarios.model import Scenario
 
 
-def unreported(outcome: Outcome, reason: str) -> list[str]:
-    """Workload pods never bound about which the scheduler said nothing matching
-    ``reason`` (a regular expression, searched)."""
-    pattern = re.compile(reason)
+def unreported(outcome: Outcome, reason: str | None) -> list[str]:
+    """Workload pods never bound about which the scheduler said nothing (with ``reason``:
+    nothing matching it, a regular expression, searched)."""
+    pattern = re.compile(reason or "")
     reports = reports_of(outcome.events, outcome.report_reasons)
     problems = []
     for pod in outcome.workload_pods():
@@ -32,7 +32,8 @@ def unreported(outcome: Outcome, reason: str) -> list[str]:
         if not any(pattern.search(m) for m in messages):
             name = pod["metadata"]["name"]
             said = f"; it said {messages[-1]!r}" if messages else ""
-            problems.append(f"{name}: Pending without a report matching {reason!r}{said}")
+            wanted = f" matching {reason!r}" if reason else ""
+            problems.append(f"{name}: Pending without a report{wanted}{said}")
     return problems
 
 
@@ -46,9 +47,8 @@ def claim_problems(
     if not outcome.settled:
         found = [*found, f"did not settle in {scenario.settle_timeout_s:.0f} s"]
     problems[scenario.claim].extend(found)
-    problems[Claim.REPORTS_UNSCHEDULABLE].extend(
-        unreported(outcome, scheduler.unschedulable.reason)
-    )
+    reason = scheduler.unschedulable.reason if scenario.numa_reason else None
+    problems[Claim.REPORTS_UNSCHEDULABLE].extend(unreported(outcome, reason))
     # A prediction is held to be exact where the scheduler claims to handle the scenario;
     # elsewhere (a mode trusting a stale NRT, under lag) a wrong one is part of that.
     exact = scenario.claim in scheduler.claims

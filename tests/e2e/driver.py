@@ -109,6 +109,7 @@ class _Run:
     doubles: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
     submitted: set[str] = field(default_factory=set)
+    manifests: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def reasons(self) -> tuple[str, ...]:
@@ -194,6 +195,7 @@ class _Run:
                 else None,
             )
             create(self.kube, pod)
+            self.manifests.append(pod)
             at = self.now()
             if node is None and self.first_submit is None:
                 self.first_submit = at
@@ -410,4 +412,5 @@ def drive(
         nrt_mismatches=tuple(stale),
         notes=tuple(run.notes),
         report_reasons=run.reasons,
+        manifests=tuple(run.manifests),
     )

@@ -85,6 +85,8 @@ class Outcome:
     nrt_mismatches: tuple[str, ...] = ()
     #: What the driver gave up waiting for, and when.
     notes: tuple[str, ...] = ()
+    #: The pods as the driver created them.
+    manifests: tuple[Mapping[str, Any], ...] = ()
     #: The event reasons the scheduler reports an unplaceable pod with.
     report_reasons: tuple[str, ...] = tuple(sorted(UNSCHEDULABLE_EVENT_REASONS))
 

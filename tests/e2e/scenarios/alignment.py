@@ -85,6 +85,7 @@ A = Scenario(
         ),
     ),
     check=_check_a,
+    numa_reason=True,
     blind_scheduler_fails=True,  # five-cpus: 5 cores fit the node, no zone
 )
 
@@ -115,6 +116,7 @@ B = Scenario(
         ),
     ),
     check=_check_b,
+    numa_reason=True,
     blind_scheduler_fails=True,  # 8 cores fit the node; the zones leave 1 + 1
 )
 

@@ -1,0 +1,202 @@
+"""Runs scorecard cells on a cluster, several at once, and writes the scorecard. I/O.
+
+Each cell gets its own namespace, fake nodes (their own controller name) and scheduler
+instance (its own ``schedulerName``), so cells share nothing but the API server and run
+concurrently: ``jobs`` at a time, the longest first. A cell the harness cannot run (a
+component that does not start, a baseline never reached) becomes a record with the error
+as a harness problem; the others go on. Cells of an adapter with a fixed scheduler name
+run one at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from exporter.kubeclient import KubeClient, path
+from exporter.kubeerrors import Conflict, NotFound, Transient
+from schedulers.adapter import Adapter
+from tests.e2e.cluster import unique
+from tests.e2e.deployment import Deployment, Topology
+from tests.e2e.driver import drive, topology_for
+from tests.scorecard.assertions import Verdict, judge
+from tests.scorecard.matrix import Cell
+from tests.scorecard.records import FORMAT, failed_record, record
+from tests.scorecard.report import render
+
+#: (topology, scheduler, controller name) -> a deployment not started yet.
+Backend = Callable[[Topology, Adapter, str], Deployment]
+#: Cell -> the command that reruns it.
+Rerun = Callable[[Cell], str]
+_ERROR_CHARS = 6000
+
+
+def _expected_seconds(cell: Cell) -> float:
+    """A rough length, to start the longest cells first."""
+    return float(cell.scenario.parameters.get("churn_seconds", 0)) + cell.scenario.settle_timeout_s
+
+
+@contextlib.contextmanager
+def _namespace(kube: KubeClient) -> Iterator[str]:
+    """A fresh namespace with its ``default`` ServiceAccount; its pods and itself deleted
+    afterwards."""
+    name = f"sc-{uuid.uuid4().hex[:10]}"
+    kube.create(path("api", "v1", "namespaces"), {"metadata": {"name": name}}, what="namespace")
+    with contextlib.suppress(Conflict):  # a controller-manager may have made it already
+        kube.create(
+            path("api", "v1", "namespaces", name, "serviceaccounts"),
+            {"metadata": {"name": "default"}},
+            what="service account",
+        )
+    try:
+        yield name
+    finally:
+        with contextlib.suppress(NotFound, Transient):
+            kube.request(
+                "DELETE",
+                path("api", "v1", "namespaces", name, "pods"),
+                what="delete the cell's pods",
+                query={"gracePeriodSeconds": "0"},
+            )
+        with contextlib.suppress(NotFound, Transient):
+            kube.delete(path("api", "v1", "namespaces", name))
+
+
+def run_cell(cell: Cell, *, kube: KubeClient, backend: Backend, rerun: Rerun) -> dict[str, Any]:
+    """One cell, from its deployment's start to its record."""
+    command = rerun(cell)
+    deployment: Deployment | None = None
+    try:
+        with _namespace(kube) as namespace:
+            deployment = backend(
+                topology_for(cell.scenario, cell.variant), cell.scheduler, unique("sc")
+            )
+            try:
+                deployment.start()
+                outcome = drive(
+                    cell.scenario, deployment, kube=kube, namespace=namespace, variant=cell.variant
+                )
+                topology = getattr(deployment, "topology", None)
+                nodes = list(topology.nodes) if isinstance(topology, Topology) else []
+                return record(
+                    cell, outcome, command=command, nodes=nodes, manifests=outcome.manifests
+                )
+            finally:
+                with contextlib.suppress(Exception):
+                    deployment.stop()
+    except Exception as exc:  # the harness failed in this cell: recorded, others go on
+        text = f"{type(exc).__name__}: {exc}"
+        return failed_record(cell, text[:_ERROR_CHARS], command=command)
+
+
+def run_cells(
+    cells: Sequence[Cell],
+    *,
+    kube: KubeClient,
+    backend: Backend,
+    rerun: Rerun,
+    jobs: int,
+    progress: TextIO | None = None,
+) -> list[dict[str, Any]]:
+    """Every cell, ``jobs`` at a time; the records in the cells' order."""
+    locks: dict[str, threading.Lock] = {
+        c.scheduler.id: threading.Lock() for c in cells if c.scheduler.fixed_name
+    }
+    done = 0
+    done_lock = threading.Lock()
+    start = time.monotonic()
+
+    def one(cell: Cell) -> dict[str, Any]:
+        nonlocal done
+        lock = locks.get(cell.scheduler.id)
+        with lock if lock is not None else contextlib.nullcontext():
+            rec = run_cell(cell, kube=kube, backend=backend, rerun=rerun)
+        with done_lock:
+            done += 1
+            if progress is not None:
+                print(
+                    f"[{done}/{len(cells)} {time.monotonic() - start:5.0f} s] {cell.id}: "
+                    f"{one_line(rec)}",
+                    file=progress,
+                    flush=True,
+                )
+        return rec
+
+    order = sorted(range(len(cells)), key=lambda i: -_expected_seconds(cells[i]))
+    results: dict[int, dict[str, Any]] = {}
+    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="cell") as pool:
+        futures = {i: pool.submit(one, cells[i]) for i in order}
+        for i, future in futures.items():
+            results[i] = future.result()
+    return [results[i] for i in range(len(cells))]
+
+
+def one_line(rec: Mapping[str, Any]) -> str:
+    """A record in a few words, for progress lines and the text table."""
+    if "submitted" not in rec:
+        error = (rec.get("harness_problems") or {}).get("error") or ["?"]
+        return f"did not run: {str(error[0]).splitlines()[0][:200]}"
+    line = (
+        f"errors={rec['topology_affinity_errors']} ran={rec['running']}/{rec['submitted']} "
+        f"pending={rec['pending']} in {rec['seconds']} s"
+    )
+    if rec.get("prediction_agreement") is not None:
+        line += f" predicted-zones-right={rec['prediction_agreement']}"
+    if not rec.get("settled", True):
+        line += " (did not settle)"
+    return line
+
+
+def text_table(records: Sequence[Mapping[str, Any]]) -> str:
+    """The matrix as text: TopologyAffinityErrors / ran / submitted per scheduler x variant
+    (rows) and scenario (columns); ``-`` where the cell did not run."""
+    scenarios = sorted({str(r.get("scenario")) for r in records})
+    rows = list(dict.fromkeys((str(r.get("scheduler")), str(r.get("variant"))) for r in records))
+    by_key = {(r.get("scheduler"), r.get("variant"), r.get("scenario")): r for r in records}
+    width = max([len(f"{s} {v}") for s, v in rows] + [10])
+    lines = [f"{'scheduler variant':<{width}}  " + "  ".join(f"{s:>9}" for s in scenarios)]
+    for scheduler, variant in rows:
+        cells = []
+        for s in scenarios:
+            rec = by_key.get((scheduler, variant, s))
+            if rec is None:
+                cells.append(f"{'':>9}")
+            elif "submitted" not in rec:
+                cells.append(f"{'-':>9}")
+            else:
+                value = f"{rec['topology_affinity_errors']}/{rec['running']}/{rec['submitted']}"
+                cells.append(f"{value:>9}")
+        lines.append(f"{scheduler + ' ' + variant:<{width}}  " + "  ".join(cells))
+    return "\n".join(lines)
+
+
+def write(
+    out: Path,
+    records: Sequence[Mapping[str, Any]],
+    adapters: Sequence[Adapter],
+    *,
+    facts: Mapping[str, str],
+    title: str = "NUMA scheduling scorecard",
+) -> list[Verdict]:
+    """Judge ``records``; write ``out/scorecard.json`` and ``out/scorecard.html``."""
+    verdicts = judge(records, adapters)
+    out.mkdir(parents=True, exist_ok=True)
+    document = {
+        "format": FORMAT,
+        "generated": datetime.now(UTC).isoformat(timespec="seconds"),
+        "facts": dict(facts),
+        "assertions": [asdict(v) for v in verdicts],
+        "records": list(records),
+    }
+    (out / "scorecard.json").write_text(json.dumps(document, indent=1, sort_keys=False) + "\n")
+    (out / "scorecard.html").write_text(render(records, verdicts, title=title, facts=facts))
+    return verdicts
