@@ -2,11 +2,12 @@
 on a scenario's outcome. Pure.
 
 Each scenario's check (what a correct NUMA-aware scheduler achieves) belongs to one claim:
-``aligned`` for the scenarios without NRT lag (a, b, c, e, f, g), ``lag-safe`` for those
-under lag (d, h). ``reports-unschedulable`` covers every pod left unbound;
-``exact-prediction`` every prediction the scheduler writes in a scenario whose claim it
-makes. What an adapter claims is asserted (the pytest suite, the scorecard's default
-variants); the rest are findings.
+``aligned`` for the scenarios without NRT lag (a, b, c, e, g), ``lag-safe`` for those
+where NRT falls behind (d, h under lag, f while the kubelets are down).
+``reports-unschedulable`` covers every pod left unbound; ``exact-prediction`` every
+prediction the scheduler writes where nothing finishes meanwhile (a, b, c, e, g) and it
+makes the scenario's claim. What an adapter claims is asserted (the pytest suite, the
+scorecard's default variants); the rest are findings.
 """
 
 from __future__ import annotations
@@ -37,31 +38,43 @@ def unreported(outcome: Outcome, reason: str | None) -> list[str]:
     return problems
 
 
+#: The findings no claim covers: predictions a pod finishing (or a kubelet restarting)
+#: overtook between the scheduler's decision and the kubelet's admission.
+UNCLAIMABLE = "unclaimable"
+
+
 def claim_problems(
     scheduler: Adapter, scenario: Scenario, outcome: Outcome
-) -> dict[Claim, list[str]]:
-    """Claim -> what in ``outcome`` contradicts it (every claim, whether ``scheduler``
-    makes it or not; empty lists where nothing does)."""
-    problems: dict[Claim, list[str]] = {c: [] for c in Claim}
+) -> dict[str, list[str]]:
+    """Claim (its value) -> what in ``outcome`` contradicts it, for every claim whether
+    ``scheduler`` makes it or not, and :data:`UNCLAIMABLE` -> what no claim covers."""
+    problems: dict[str, list[str]] = {c.value: [] for c in Claim}
+    problems[UNCLAIMABLE] = []
     found = scenario.check(outcome)
     if not outcome.settled:
         found = [*found, f"did not settle in {scenario.settle_timeout_s:.0f} s"]
-    problems[scenario.claim].extend(found)
+    problems[scenario.claim.value].extend(found)
     reason = scheduler.unschedulable.reason if scenario.numa_reason else None
-    problems[Claim.REPORTS_UNSCHEDULABLE].extend(unreported(outcome, reason))
-    # A prediction is held to be exact where the scheduler claims to handle the scenario;
-    # elsewhere (a mode trusting a stale NRT, under lag) a wrong one is part of that.
-    exact = scenario.claim in scheduler.claims
-    target = Claim.EXACT_PREDICTION if exact else scenario.claim
+    problems[Claim.REPORTS_UNSCHEDULABLE.value].extend(unreported(outcome, reason))
+    # A prediction is held to be exact where nothing changes under the scheduler's feet
+    # and it claims to handle the scenario; a mode trusting a stale NRT under lag gets it
+    # wrong as part of that; under churn nobody can promise it.
+    if not scenario.predictable:
+        target = UNCLAIMABLE
+    elif scenario.claim in scheduler.claims:
+        target = Claim.EXACT_PREDICTION.value
+    else:
+        target = scenario.claim.value
     problems[target].extend(prediction_agreement(outcome).mismatches)
     return problems
 
 
 def broken_claims(scheduler: Adapter, scenario: Scenario, outcome: Outcome) -> list[str]:
     """What contradicts the claims ``scheduler`` makes (empty: none)."""
+    made = {c.value for c in scheduler.claims}
     return [
-        f"{claim.value}: {problem}"
+        f"{claim}: {problem}"
         for claim, found in claim_problems(scheduler, scenario, outcome).items()
-        if claim in scheduler.claims
+        if claim in made
         for problem in found
     ]

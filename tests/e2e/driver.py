@@ -121,7 +121,9 @@ class _Run:
     # ---- polling -----------------------------------------------------------------------
 
     def poll(self, *, events: bool = False) -> None:
-        """List the pods (and, every EVENTS_EVERY_S, the events); extend the timeline."""
+        """List the pods (and, every EVENTS_EVERY_S, the events); extend the timeline.
+        Raises AssertionError when a component exited."""
+        self.deployment.check_alive()
         try:
             listed = pods(self.kube, self.namespace)
             if events and self.now() - self.events_at >= EVENTS_EVERY_S:

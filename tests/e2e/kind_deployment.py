@@ -228,6 +228,12 @@ class KindDeployment:
     def pod_scheduling(self) -> PodScheduling:
         return self.run.pod_scheduling
 
+    def check_alive(self) -> None:
+        """The in-cluster components restart on their own; a scheduler run as local
+        processes must still run."""
+        if self._run is not None and self.scheduler.in_cluster_args is None:
+            self._run.check_alive()
+
     def start(self) -> None:
         self.topology = self.topology.for_scheduler(self.scheduler)
         self.profiles = self.topology.profiles()

@@ -44,9 +44,8 @@ def _count(outcome: Outcome, predicate: Callable[[Mapping[str, Any]], bool]) -> 
     return sum(1 for p in outcome.workload_pods() if predicate(p))
 
 
-def _claims(cell: Cell, outcome: Outcome) -> dict[str, list[str]]:
-    found = claim_problems(cell.scheduler, cell.scenario, outcome)
-    return {claim.value: problems for claim, problems in found.items()}
+def _findings(cell: Cell, outcome: Outcome) -> dict[str, list[str]]:
+    return claim_problems(cell.scheduler, cell.scenario, outcome)
 
 
 def _harness(cell: Cell, outcome: Outcome) -> dict[str, list[str]]:
@@ -180,9 +179,12 @@ FIELDS: tuple[Field, ...] = (
         lambda c, o: sorted(x.value for x in c.scheduler.claims),
     ),
     Field(
-        "claim_problems",
-        "per claim, what in this run contradicts it - for every claim, made or not: the findings",
-        _claims,
+        "findings",
+        (
+            "per claim, what in this run contradicts it, for every claim, made or not; "
+            "`unclaimable`: what no claim covers (a prediction a finishing pod overtook)"
+        ),
+        _findings,
     ),
     Field(
         "harness_problems",
@@ -256,7 +258,7 @@ def broken_claims(rec: Mapping[str, Any]) -> list[str]:
     made = set(rec.get("claims") or [])
     return [
         f"{claim}: {p}"
-        for claim, problems in (rec.get("claim_problems") or {}).items()
+        for claim, problems in (rec.get("findings") or {}).items()
         if claim in made
         for p in problems
     ]
@@ -268,13 +270,21 @@ def harness_problems(rec: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def findings(rec: Mapping[str, Any]) -> list[str]:
+def all_findings(rec: Mapping[str, Any]) -> list[str]:
     """Everything the record says the scheduler got wrong, claimed or not."""
     return [
-        f"{claim}: {p}"
-        for claim, problems in (rec.get("claim_problems") or {}).items()
-        for p in problems
+        f"{claim}: {p}" for claim, problems in (rec.get("findings") or {}).items() for p in problems
     ]
 
 
 ALL_CLAIMS = tuple(c.value for c in Claim)
+
+
+#: The matrix row holding each scenario's default variant.
+DEFAULT_ROW = "default"
+
+
+def matrix_row(rec: Mapping[str, Any]) -> str:
+    """The row of a record within its scheduler's rows of the matrix: each scenario's
+    default variant shares one (:data:`DEFAULT_ROW`); every other variant has its own."""
+    return DEFAULT_ROW if rec.get("default_variant") else str(rec.get("variant"))

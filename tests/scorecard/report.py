@@ -18,7 +18,7 @@ import yaml
 from tests.e2e.scenarios import SCENARIOS
 from tests.e2e.variants import VARIANTS
 from tests.scorecard.assertions import Verdict
-from tests.scorecard.records import FIELDS, findings, harness_problems
+from tests.scorecard.records import DEFAULT_ROW, FIELDS, all_findings, harness_problems, matrix_row
 
 Record = Mapping[str, Any]
 
@@ -63,7 +63,7 @@ def _classes(rec: Record) -> str:
         kind = "harness"
     elif int(rec.get("topology_affinity_errors") or 0) > 0:
         kind = "errors"
-    elif findings(rec):
+    elif all_findings(rec):
         kind = "finding"
     else:
         kind = "ok"
@@ -73,7 +73,7 @@ def _classes(rec: Record) -> str:
 
 def _broken(rec: Record) -> bool:
     made = set(rec.get("claims") or [])
-    return any(p for c, p in (rec.get("claim_problems") or {}).items() if c in made)
+    return any(p for c, p in (rec.get("findings") or {}).items() if c in made)
 
 
 def _summary(rec: Record) -> str:
@@ -96,30 +96,32 @@ def _summary(rec: Record) -> str:
 def _matrix(records: Sequence[Record]) -> str:
     scenarios = [s for s in SCENARIOS if any(r.get("scenario") == s for r in records)]
     schedulers = list(dict.fromkeys(str(r.get("scheduler")) for r in records))
-    variants = [v.id for v in VARIANTS]
-    by_key = {(r.get("scheduler"), r.get("variant"), r.get("scenario")): r for r in records}
+    row_names = [DEFAULT_ROW, *(v.id for v in VARIANTS)]
+    by_key = {(r.get("scheduler"), matrix_row(r), r.get("scenario")): r for r in records}
     head = "".join(
         f'<th title="{_e(SCENARIOS[s].title)}">{_e(s)}<br>'
-        f'<span class="small">{_e(SCENARIOS[s].title)}</span></th>'
+        f'<span class="small">{_e(SCENARIOS[s].title)}<br>'
+        f"default: {_e(SCENARIOS[s].default_variant.id)}</span></th>"
         for s in scenarios
     )
     rows = []
     for scheduler in schedulers:
-        for variant in variants:
-            if not any((scheduler, variant, s) in by_key for s in scenarios):
+        for row in row_names:
+            if not any((scheduler, row, s) in by_key for s in scenarios):
                 continue
             cells = []
             for s in scenarios:
-                rec = by_key.get((scheduler, variant, s))
+                rec = by_key.get((scheduler, row, s))
                 if rec is None:
                     cells.append('<td class="cell absent">-</td>')
                     continue
-                title = "; ".join(findings(rec)[:5] + harness_problems(rec)[:3]) or "no finding"
+                title = "; ".join(all_findings(rec)[:5] + harness_problems(rec)[:3]) or "no finding"
                 cells.append(
                     f'<td class="cell {_classes(rec)}"><a href="#{anchor(rec)}" '
                     f'title="{_e(title)}">{_summary(rec)}</a></td>'
                 )
-            rows.append(f"<tr><th>{_e(scheduler)}</th><th>{_e(variant)}</th>{''.join(cells)}</tr>")
+            label = "each scenario's default" if row == DEFAULT_ROW else row
+            rows.append(f"<tr><th>{_e(scheduler)}</th><th>{_e(label)}</th>{''.join(cells)}</tr>")
     return (
         '<table class="matrix"><tr><th>scheduler</th><th>variant</th>'
         f"{head}</tr>{''.join(rows)}</table>"
@@ -133,11 +135,15 @@ def _legend() -> str:
 
 def _findings(records: Sequence[Record]) -> str:
     ranked = sorted(
-        (r for r in records if findings(r) or harness_problems(r)),
+        (
+            r
+            for r in records
+            if all_findings(r) or harness_problems(r) or int(r.get("topology_affinity_errors") or 0)
+        ),
         key=lambda r: (
             -len(harness_problems(r)),
             -int(r.get("topology_affinity_errors") or 0),
-            -len(findings(r)),
+            -len(all_findings(r)),
             anchor(r),
         ),
     )
@@ -147,9 +153,9 @@ def _findings(records: Sequence[Record]) -> str:
     for rec in ranked:
         errors = int(rec.get("topology_affinity_errors") or 0)
         what = [f"{errors} TopologyAffinityErrors"] if errors else []
-        what += [f"{len(findings(rec))} finding(s)"] if findings(rec) else []
+        what += [f"{len(all_findings(rec))} finding(s)"] if all_findings(rec) else []
         what += ["harness problem"] if harness_problems(rec) else []
-        first = (harness_problems(rec) or findings(rec) or [""])[0]
+        first = (harness_problems(rec) or all_findings(rec) or [""])[0]
         items.append(
             f'<li class="{_classes(rec)}"><a href="#{anchor(rec)}">{_e(rec.get("scheduler"))} · '
             f"{_e(rec.get('scenario'))} · {_e(rec.get('variant'))}</a>: {_e(', '.join(what))}"
@@ -182,7 +188,7 @@ def _verdicts(verdicts: Sequence[Verdict]) -> str:
 def _figures(rec: Record) -> str:
     rows = []
     for field in FIELDS:
-        if field.name not in rec or field.name in ("claim_problems", "harness_problems"):
+        if field.name not in rec or field.name in ("findings", "harness_problems"):
             continue
         value = rec[field.name]
         shown = "null" if value is None else value
@@ -231,7 +237,7 @@ def _cell(rec: Record) -> str:
     scenario = SCENARIOS.get(str(rec.get("scenario")))
     title = scenario.title if scenario else ""
     claimed = set(rec.get("claims") or [])
-    claim_problems = rec.get("claim_problems") or {}
+    claim_problems = rec.get("findings") or {}
     made = [f"{c}: {p}" for c, ps in claim_problems.items() if c in claimed for p in ps]
     others = [f"{c}: {p}" for c, ps in claim_problems.items() if c not in claimed for p in ps]
     return (

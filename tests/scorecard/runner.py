@@ -28,9 +28,10 @@ from schedulers.adapter import Adapter
 from tests.e2e.cluster import unique
 from tests.e2e.deployment import Deployment, Topology
 from tests.e2e.driver import drive, topology_for
+from tests.e2e.scenarios import SCENARIOS
 from tests.scorecard.assertions import Verdict, judge
 from tests.scorecard.matrix import Cell
-from tests.scorecard.records import FORMAT, failed_record, record
+from tests.scorecard.records import FORMAT, failed_record, matrix_row, record
 from tests.scorecard.report import render
 
 #: (topology, scheduler, controller name) -> a deployment not started yet.
@@ -157,17 +158,18 @@ def one_line(rec: Mapping[str, Any]) -> str:
 
 
 def text_table(records: Sequence[Mapping[str, Any]]) -> str:
-    """The matrix as text: TopologyAffinityErrors / ran / submitted per scheduler x variant
-    (rows) and scenario (columns); ``-`` where the cell did not run."""
-    scenarios = sorted({str(r.get("scenario")) for r in records})
-    rows = list(dict.fromkeys((str(r.get("scheduler")), str(r.get("variant"))) for r in records))
-    by_key = {(r.get("scheduler"), r.get("variant"), r.get("scenario")): r for r in records}
+    """The matrix as text: TopologyAffinityErrors / ran / submitted per scheduler and
+    variant row (``default``: each scenario's default variant) and scenario (columns);
+    ``-`` where the harness could not run the cell."""
+    scenarios = [s for s in SCENARIOS if any(r.get("scenario") == s for r in records)]
+    rows = list(dict.fromkeys((str(r.get("scheduler")), matrix_row(r)) for r in records))
+    by_key = {(r.get("scheduler"), matrix_row(r), r.get("scenario")): r for r in records}
     width = max([len(f"{s} {v}") for s, v in rows] + [10])
     lines = [f"{'scheduler variant':<{width}}  " + "  ".join(f"{s:>9}" for s in scenarios)]
-    for scheduler, variant in rows:
+    for scheduler, row in rows:
         cells = []
         for s in scenarios:
-            rec = by_key.get((scheduler, variant, s))
+            rec = by_key.get((scheduler, row, s))
             if rec is None:
                 cells.append(f"{'':>9}")
             elif "submitted" not in rec:
@@ -175,7 +177,7 @@ def text_table(records: Sequence[Mapping[str, Any]]) -> str:
             else:
                 value = f"{rec['topology_affinity_errors']}/{rec['running']}/{rec['submitted']}"
                 cells.append(f"{value:>9}")
-        lines.append(f"{scheduler + ' ' + variant:<{width}}  " + "  ".join(cells))
+        lines.append(f"{scheduler + ' ' + row:<{width}}  " + "  ".join(cells))
     return "\n".join(lines)
 
 

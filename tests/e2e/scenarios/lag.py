@@ -60,6 +60,7 @@ D = Scenario(
         ),
     ),
     check=_check_d,
+    predictable=False,
     claim=Claim.LAG_SAFE,
     default_variant=Variant(exporter=True, lag=LAG_5S),
     settle_timeout_s=240.0,

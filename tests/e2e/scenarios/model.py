@@ -102,6 +102,9 @@ class Scenario:
     #: The variant the pytest suite runs and the scorecard's CI part runs first.
     default_variant: Variant = field(default_factory=lambda: Variant(exporter=True, lag=LAG_NONE))
     controller_args: tuple[str, ...] = ()
+    #: Nothing on the nodes changes while the scheduler decides (no pod finishes, no
+    #: kubelet restarts), so a predicted placement can be exact.
+    predictable: bool = True
     #: Every pod left unbound here fits some node as a whole, but no zone: the
     #: scheduler's report must give its NUMA reason (elsewhere any report will do).
     numa_reason: bool = False
