@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from exporter.kubeclient import KubeClient, path
-from exporter.kubeerrors import Conflict, NotFound, Transient
+from exporter.kubeerrors import NotFound, Transient
 from schedulers.adapter import Adapter
 from tests.e2e.cluster import unique
 from tests.e2e.deployment import Deployment, Topology
@@ -46,18 +46,29 @@ def _expected_seconds(cell: Cell) -> float:
     return float(cell.scenario.parameters.get("churn_seconds", 0)) + cell.scenario.settle_timeout_s
 
 
+def _await(kube: KubeClient, url_path: str, what: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(NotFound, Transient):
+            kube.get(url_path, what=what)
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"no {what} after {timeout:.0f} s: is kube-controller-manager running?"
+            )
+        time.sleep(0.2)
+
+
 @contextlib.contextmanager
-def _namespace(kube: KubeClient) -> Iterator[str]:
-    """A fresh namespace with its ``default`` ServiceAccount; its pods and itself deleted
-    afterwards."""
+def _namespace(kube: KubeClient, *, timeout: float = 60.0) -> Iterator[str]:
+    """A fresh namespace, once the controller-manager has made its ``default``
+    ServiceAccount and ``kube-root-ca.crt`` (as in any cluster); its pods and itself
+    deleted afterwards."""
     name = f"sc-{uuid.uuid4().hex[:10]}"
     kube.create(path("api", "v1", "namespaces"), {"metadata": {"name": name}}, what="namespace")
-    with contextlib.suppress(Conflict):  # a controller-manager may have made it already
-        kube.create(
-            path("api", "v1", "namespaces", name, "serviceaccounts"),
-            {"metadata": {"name": "default"}},
-            what="service account",
-        )
+    ns = ("api", "v1", "namespaces", name)
+    _await(kube, path(*ns, "serviceaccounts", "default"), f"ServiceAccount {name}/default", timeout)
+    _await(kube, path(*ns, "configmaps", "kube-root-ca.crt"), f"{name}/kube-root-ca.crt", timeout)
     try:
         yield name
     finally:
