@@ -124,7 +124,9 @@ def write_overlay(
             "files": ["profile.yaml"],
         }
     ]
-    resources = [os.path.relpath(KIND_HARNESS, directory), "exporters.yaml"]
+    resources = [os.path.relpath(KIND_HARNESS, directory)]
+    if topology.exporters:  # without: no exporter at all (the base's are deleted above)
+        resources.append("exporters.yaml")
     if scheduler.in_cluster_args is not None:
         (directory / "scheduler-args.yaml").write_text(scheduler.in_cluster_args)
         config_maps.append(

@@ -363,6 +363,11 @@ class RealKubeletDeployment:
     def start(self) -> None:
         self.topology = self.topology.for_scheduler(self.scheduler)
         nodes = self.topology.nodes
+        if not self.topology.exporters:
+            raise AssertionError(
+                "on real kubelets the exporter DaemonSet always runs: variants without the "
+                "exporter run on the control plane or Kind"
+            )
         if len(nodes) > len(self.cluster.nodes):
             raise AssertionError(
                 f"the topology has {len(nodes)} nodes, the cluster {len(self.cluster.nodes)} "

@@ -94,3 +94,10 @@ def test_another_scheduler_replaces_the_reference_one(tmp_path: Path) -> None:
     deployments = _deployments(_render(tmp_path, Topology(nodes=nodes), CUSTOM))
     assert SCHEDULER not in deployments
     assert CONTROLLER in deployments
+
+
+def test_without_exporters_no_exporter_is_deployed(tmp_path: Path) -> None:
+    nodes = (two_zone_node(policy="restricted"),)
+    topology = Topology(nodes=nodes, exporters=False)
+    deployments = _deployments(_render(tmp_path, topology, RECONSTRUCTION))
+    assert sorted(deployments) == sorted([CONTROLLER, SCHEDULER])
