@@ -10,7 +10,7 @@ import pytest
 from tests.e2e.outcome import Outcome
 from tests.e2e.scenarios import G, Scenario
 
-pytestmark = pytest.mark.controlplane
+pytestmark = [pytest.mark.controlplane, pytest.mark.scenario]
 RunFn = Callable[[Scenario], Outcome]
 
 

@@ -13,7 +13,7 @@ from schedulers.adapter import Adapter
 from tests.e2e.outcome import Outcome, figures
 from tests.e2e.scenarios import D, Scenario
 
-pytestmark = [pytest.mark.controlplane, pytest.mark.every_mode]
+pytestmark = [pytest.mark.controlplane, pytest.mark.scenario, pytest.mark.every_mode]
 RunFn = Callable[[Scenario], Outcome]
 
 

@@ -41,6 +41,7 @@ def groups_of(outcome: Outcome, pod: str) -> dict[frozenset[int], dict[str, int]
 
 
 def none_rejected(outcome: Outcome) -> list[str]:
+    """Workload pods the kubelet refused with TopologyAffinityError."""
     return [f"{n}: TopologyAffinityError" for n in outcome.workload if _rejected(outcome, n)]
 
 
@@ -50,12 +51,14 @@ def _rejected(outcome: Outcome, name: str) -> bool:
 
 
 def all_ran(outcome: Outcome, names: Iterable[str]) -> list[str]:
+    """Pods of ``names`` that never ran - those the kubelet rejected left out
+    (:func:`none_rejected` names them)."""
     problems = []
     for name in names:
         pod = outcome.pods.get(name)
         if pod is None:
             problems.append(f"{name}: gone")
-        elif not ran(pod):
+        elif not ran(pod) and not rejected(pod):
             problems.append(f"{name}: never ran ({phase(pod)}, node {node_of(pod)})")
     return problems
 
@@ -64,6 +67,6 @@ def never_bound(outcome: Outcome, names: Iterable[str]) -> list[str]:
     problems = []
     for name in names:
         pod = outcome.pods.get(name)
-        if pod is not None and node_of(pod):
+        if pod is not None and node_of(pod) and not rejected(pod):
             problems.append(f"{name}: bound to {node_of(pod)} ({phase(pod)}), fits no zone")
     return problems
