@@ -138,6 +138,10 @@ class Adapter:
     #: directories of them (templates are not expanded; ``{bin}`` and ``{here}`` are, in
     #: the path), applied once per cluster (created if missing) and left in place.
     install: tuple[str, ...] = ()
+    #: Objects of one deployment - e.g. KAI's queues, labelled for its node pool: YAML
+    #: templates (placeholders expanded; name -> text, or a template file's ``Path``)
+    #: created after ``install`` and before the components, deleted when it stops.
+    objects: tuple[str | Path, ...] = ()
     #: Labels and annotations (values are templates) every pod of the scheduler carries,
     #: e.g. a queue.
     pod_labels: Mapping[str, str] = field(default_factory=dict)
@@ -192,12 +196,19 @@ class Adapter:
                     expand(url, probe, where=f"{where}, component {c.name!r}, ready_url")
         for name in self.files:
             expand(self.file_text(name), probe, where=f"{where}, file {name!r}")
+        for i, path in enumerate(self.install):
+            expand(path, probe, where=f"{where}, install[{i}]")
+        for i, template in enumerate(self.objects):
+            expand(self.template_text(template), probe, where=f"{where}, objects[{i}]")
         for key, value in {**self.pod_labels, **self.pod_annotations}.items():
             expand(value, probe, where=f"{where}, pod label/annotation {key}")
 
     def file_text(self, name: str) -> str:
         """The template text of ``files[name]`` (read from disk for a path)."""
-        source = self.files[name]
+        return self.template_text(self.files[name])
+
+    def template_text(self, source: str | Path) -> str:
+        """A template given inline, or the text of its file (relative: beside the module)."""
         if isinstance(source, Path):
             return (source if source.is_absolute() else self.here / source).read_text()
         return source

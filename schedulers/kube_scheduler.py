@@ -27,8 +27,7 @@ profiles:
 
 KUBE_SCHEDULER = Adapter(
     scheduler="kube-scheduler",
-    summary="the stock kube-scheduler at the control plane's version, default plugins "
-    "(NUMA-blind)",
+    summary="the stock kube-scheduler at the control plane's version, default plugins (NUMA-blind)",
     scheduler_name="kube-scheduler",
     components=(
         Component(

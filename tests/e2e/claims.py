@@ -54,6 +54,9 @@ def claim_problems(
     if not outcome.settled:
         found = [*found, f"did not settle in {scenario.settle_timeout_s:.0f} s"]
     problems[scenario.claim.value].extend(found)
+    problems[scenario.claim.value].extend(
+        f"{name}: deleted by someone else than the harness" for name in sorted(outcome.deleted)
+    )
     reason = scheduler.unschedulable.reason if scenario.numa_reason else None
     problems[Claim.REPORTS_UNSCHEDULABLE.value].extend(unreported(outcome, reason))
     # A prediction is held to be exact where nothing changes under the scheduler's feet

@@ -31,6 +31,8 @@ from fakenrt.controller.pods import RUN_DURATION_ANNOTATION
 from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile, parse_profiles
 from schedulers.adapter import Adapter
+from schedulers.building import binaries
+from schedulers.kai import BUILD as KAI_BUILD
 from tests.e2e.allocations import Allocations, recorded_allocations
 from tests.e2e.processes import Process, harness_env
 from tests.e2e.schedulers import (
@@ -41,6 +43,9 @@ from tests.e2e.schedulers import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
+#: The placement exporters a deployment can run (Topology.exporter).
+NUMA_EXPORTER, KAI_EXPORTER, NO_EXPORTER = "numa-exporter", "kai", "none"
+EXPORTERS = (NUMA_EXPORTER, KAI_EXPORTER, NO_EXPORTER)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,8 +56,14 @@ class Topology:
     nodes: tuple[Mapping[str, Any], ...]
     #: Extra ``fakenrt controller`` options, e.g. ``("--nrt-delay", "2s")``.
     controller_args: tuple[str, ...] = ()
-    #: Whether a ``numa-exporter`` runs per node (without: no observed placements).
-    exporters: bool = True
+    #: The placement exporter on every node: this project's ``numa-exporter`` (the
+    #: default), KAI's Go ``numa-placement-exporter`` (``kai``: built by KAI's adapter) or
+    #: ``none`` - schedulers then see no observed placement. Local processes only.
+    exporter: str = "numa-exporter"
+
+    def __post_init__(self) -> None:
+        if self.exporter not in EXPORTERS:
+            raise ValueError(f"Topology.exporter {self.exporter!r}: one of {EXPORTERS}")
 
     def profiles(self) -> tuple[NodeProfile, ...]:
         return parse_profiles({"nodes": [dict(n) for n in self.nodes]}, source="e2e topology")
@@ -201,25 +212,36 @@ class ProcessDeployment:
         )  # fmt: skip
         self._controller.start(self._env())
         self._wait_nodes()
-        for profile in self.profiles if self.topology.exporters else ():
+        for profile in self.profiles if self.topology.exporter != NO_EXPORTER else ():
             exporter = Process(
                 f"exporter {profile.name}",
-                [
-                    sys.executable, "-c", "from exporter.cli import main; main()", "run",
-                    "--node-name", profile.name,
-                    "--podresources-socket", str(socket_path(self.state_dir, profile.name)),
-                    "--sysfs-root", str(sysfs_root(self.state_dir, profile.name)),
-                    "--kubeconfig", str(self.kubeconfig),
-                    "--metrics-bind-address", f"127.0.0.1:{free_port()}",
-                    "--poll-interval", "0.5",
-                    "--log-level", "warning",
-                ],
+                self._exporter_argv(profile.name),
                 self.workdir / f"exporter-{profile.name}.log",
-            )  # fmt: skip
-            exporter.start(self._env())
+            )
+            env = self._env()
+            if self.topology.exporter == KAI_EXPORTER:  # a controller-runtime client
+                env["KUBECONFIG"] = str(self.kubeconfig)
+            exporter.start(env)
             self._others.append(exporter)
         self.run.start()
         self.check_alive()
+
+    def _exporter_argv(self, node: str) -> list[str]:
+        where = [
+            "--node-name", node,
+            "--podresources-socket", str(socket_path(self.state_dir, node)),
+            "--sysfs-root", str(sysfs_root(self.state_dir, node)),
+        ]  # fmt: skip
+        if self.topology.exporter == KAI_EXPORTER:
+            binary = binaries(KAI_BUILD) / "numa-placement-exporter"
+            return [str(binary), *where, "--poll-interval", "500ms"]
+        return [
+            sys.executable, "-c", "from exporter.cli import main; main()", "run", *where,
+            "--kubeconfig", str(self.kubeconfig),
+            "--metrics-bind-address", f"127.0.0.1:{free_port()}",
+            "--poll-interval", "0.5",
+            "--log-level", "warning",
+        ]  # fmt: skip
 
     def _wait_nodes(self) -> None:
         """Until every node is Ready and has its NRT, podresources socket and sysfs."""
@@ -285,6 +307,8 @@ class ProcessDeployment:
             self._scheduler.wait()
         for proc in self._others:
             proc.wait()
+        if self._scheduler is not None:
+            self._scheduler.remove_objects()
         if self._controller is not None:
             self._controller.stop()  # --remove-on-exit: the nodes go with it
         shutil.rmtree(self.workdir, ignore_errors=True)

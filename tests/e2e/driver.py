@@ -32,12 +32,13 @@ from exporter.kubeclient import KubeClient, path
 from exporter.kubeerrors import Transient
 from fakenrt.durations import parse_duration
 from tests.e2e.cluster import create, nrt_converged, pods, workload_pod
-from tests.e2e.deployment import Deployment, Topology
+from tests.e2e.deployment import NO_EXPORTER, NUMA_EXPORTER, Deployment, Topology
 from tests.e2e.invariants import double_allocations, observation_mismatches
 from tests.e2e.outcome import (
     Outcome,
     Transition,
     annotations_of,
+    deleted_as_seen,
     event_time,
     kubelet_rejections,
     node_of,
@@ -79,7 +80,7 @@ def topology_for(scenario: Scenario, variant: Variant) -> Topology:
     return Topology(
         nodes=with_lag(scenario.nodes(), variant.lag),
         controller_args=scenario.controller_args,
-        exporters=variant.exporter,
+        exporter=NUMA_EXPORTER if variant.exporter else NO_EXPORTER,
     )
 
 
@@ -110,6 +111,7 @@ class _Run:
     notes: list[str] = field(default_factory=list)
     submitted: set[str] = field(default_factory=set)
     manifests: list[dict[str, Any]] = field(default_factory=list)
+    deleted: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def reasons(self) -> tuple[str, ...]:
@@ -132,6 +134,11 @@ class _Run:
         except Transient:
             return
         at = round(self.now(), 2)
+        for name in self.listed.keys() - listed.keys():
+            if name in self.submitted and name not in self.deleted:
+                self.deleted[name] = self.listed[name]
+                self.last_change = self.now()
+                self.timeline.append(Transition(at, name, "deleted", "by someone else"))
         for name, pod in listed.items():
             state = (node_of(pod), phase(pod), unschedulable_condition(pod) is not None)
             before = self.seen.get(name)
@@ -266,7 +273,7 @@ class _Run:
         reports = scheduler_reports(self.events, self.reasons)
         unbound_reported = True
         has_unbound = False
-        for name in self.submitted:
+        for name in self.submitted - self.deleted.keys():
             pod = self.listed.get(name)
             if pod is None:
                 return False
@@ -413,6 +420,7 @@ def drive(
         observation_mismatches=tuple(observed),
         nrt_mismatches=tuple(stale),
         notes=tuple(run.notes),
+        deleted={n: deleted_as_seen(p, run.events) for n, p in run.deleted.items()},
         report_reasons=run.reasons,
         manifests=tuple(run.manifests),
     )

@@ -39,7 +39,14 @@ from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile, load_profiles
 from schedulers.adapter import Adapter
 from tests.e2e.allocations import Allocations, recorded_allocations
-from tests.e2e.deployment import REPO, Topology, Workload, simulated_workload
+from tests.e2e.deployment import (
+    NO_EXPORTER,
+    NUMA_EXPORTER,
+    REPO,
+    Topology,
+    Workload,
+    simulated_workload,
+)
 from tests.e2e.schedulers import CONTROLLER_LABEL, FAKENRT, PodScheduling, SchedulerRun
 from tests.kind.cluster import KindCluster, KindError
 
@@ -125,7 +132,7 @@ def write_overlay(
         }
     ]
     resources = [os.path.relpath(KIND_HARNESS, directory)]
-    if topology.exporters:  # without: no exporter at all (the base's are deleted above)
+    if topology.exporter != NO_EXPORTER:  # without: none at all (the base's deleted above)
         resources.append("exporters.yaml")
     if scheduler.in_cluster_args is not None:
         (directory / "scheduler-args.yaml").write_text(scheduler.in_cluster_args)
@@ -238,6 +245,11 @@ class KindDeployment:
 
     def start(self) -> None:
         self.topology = self.topology.for_scheduler(self.scheduler)
+        if self.topology.exporter not in (NUMA_EXPORTER, NO_EXPORTER):
+            raise AssertionError(
+                f"exporter {self.topology.exporter!r}: only the local-process backend runs "
+                "another exporter (in-cluster, the production exporter runs, or none)"
+            )
         self.profiles = self.topology.profiles()
         try:
             self._start()

@@ -83,6 +83,9 @@ class Outcome:
     observation_mismatches: tuple[str, ...] = ()
     #: Nodes whose NRT never converged to what their kubelet holds.
     nrt_mismatches: tuple[str, ...] = ()
+    #: Pods someone else than the harness deleted (a scheduler evicting or cleaning up),
+    #: as last seen - marked rejected when their kubelet's event says so.
+    deleted: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: What the driver gave up waiting for, and when.
     notes: tuple[str, ...] = ()
     #: The pods as the driver created them.
@@ -92,8 +95,13 @@ class Outcome:
 
     # ---- counting ----------------------------------------------------------------------
 
+    def pod(self, name: str) -> Mapping[str, Any] | None:
+        """The pod as last seen: as listed at the end, or when it was deleted."""
+        return self.pods.get(name) or self.deleted.get(name)
+
     def workload_pods(self) -> list[Mapping[str, Any]]:
-        return [self.pods[n] for n in self.workload if n in self.pods]
+        """The scheduler's pods as last seen (deleted ones included)."""
+        return [p for p in map(self.pod, self.workload) if p is not None]
 
     def node(self, index: int) -> str:
         """The Node running the scenario's ``index``-th topology node."""
@@ -278,7 +286,7 @@ def unrecorded_rejections(outcome: Outcome) -> list[str]:
     records = kubelet_rejections(outcome.events)
     problems = []
     counted = set()
-    for pod in outcome.pods.values():
+    for pod in [*outcome.pods.values(), *outcome.deleted.values()]:
         if not rejected(pod):
             continue
         name = name_of(pod)
@@ -419,3 +427,26 @@ def event_time(event: Mapping[str, Any]) -> float | None:
             except ValueError:
                 continue
     return None
+
+
+def deleted_as_seen(
+    last_seen: Mapping[str, Any], events: Iterable[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """A pod someone deleted, as last seen; if its kubelet rejected it (its event for the
+    pod's uid says so) before the harness saw that status, with the rejection's status."""
+    pod = dict(last_seen)
+    if phase(pod) in ("Succeeded", "Failed"):
+        return pod
+    uid = str((pod.get("metadata") or {}).get("uid") or "")
+    node = node_of(pod)
+    if any(
+        r.pod == name_of(pod) and r.uid == uid and r.node == node
+        for r in kubelet_rejections(events)
+    ):
+        pod["status"] = {
+            **(pod.get("status") or {}),
+            "phase": "Failed",
+            "reason": TOPOLOGY_AFFINITY_ERROR,
+            "message": "Pod was rejected: (the kubelet's event; the pod was deleted since)",
+        }
+    return pod

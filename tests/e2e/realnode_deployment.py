@@ -57,7 +57,7 @@ from fakenrt.profiles import NodeProfile, parse_profiles
 from schedulers.adapter import Adapter
 from tests.e2e.allocations import Allocations, listed_allocations
 from tests.e2e.cluster import nrt_converged
-from tests.e2e.deployment import REPO, Topology, Workload
+from tests.e2e.deployment import NUMA_EXPORTER, REPO, Topology, Workload
 from tests.e2e.kind_deployment import (
     BASE_IMAGES,
     HARNESS_NAMESPACE,
@@ -362,12 +362,12 @@ class RealKubeletDeployment:
 
     def start(self) -> None:
         self.topology = self.topology.for_scheduler(self.scheduler)
-        nodes = self.topology.nodes
-        if not self.topology.exporters:
+        if self.topology.exporter != NUMA_EXPORTER:
             raise AssertionError(
-                "on real kubelets the exporter DaemonSet always runs: variants without the "
-                "exporter run on the control plane or Kind"
+                f"exporter {self.topology.exporter!r}: only the local-process backend runs "
+                "another exporter (in-cluster, the production exporter runs)"
             )
+        nodes = self.topology.nodes
         if len(nodes) > len(self.cluster.nodes):
             raise AssertionError(
                 f"the topology has {len(nodes)} nodes, the cluster {len(self.cluster.nodes)} "

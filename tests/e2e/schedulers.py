@@ -9,6 +9,7 @@ any scheduler a user starts from a command line (docs/e2e.md).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import socket
@@ -16,7 +17,7 @@ import ssl
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,18 +157,12 @@ def chosen(config: pytest.Config, *, every_mode: bool) -> tuple[Adapter, ...]:
 _installed: set[tuple[str, Path]] = set()
 
 
-def install(kubeconfig: Path, sources: Iterable[Path], *, timeout: float = 60.0) -> None:
+def install(kubeconfig: Path, sources: Iterable[Path]) -> None:
     """Apply the YAML files (or directories of them, sorted) to the cluster of
-    ``kubeconfig``, once per cluster and source: CRDs first, each Established before the
-    rest; an object that exists is left as it is."""
+    ``kubeconfig``, once per cluster and source (:func:`apply`)."""
     todo = [s for s in sources if (str(kubeconfig), s) not in _installed]
     if not todo:
         return
-    from kubernetes import config as kube_config
-    from kubernetes.client.exceptions import ApiException
-    from kubernetes.dynamic import DynamicClient
-    from kubernetes.dynamic.exceptions import ResourceNotFoundError
-
     docs: list[dict[str, Any]] = []
     for source in todo:
         files = sorted(source.glob("*.yaml")) if source.is_dir() else [source]
@@ -175,48 +170,87 @@ def install(kubeconfig: Path, sources: Iterable[Path], *, timeout: float = 60.0)
             raise AssertionError(f"install: {source} has no YAML files")
         for file in files:
             docs.extend(d for d in yaml.safe_load_all(file.read_text()) if d)
-    api = kube_config.new_client_from_config(config_file=str(kubeconfig))
-    try:
-        dynamic = DynamicClient(api)
-        crds = [d for d in docs if d.get("kind") == "CustomResourceDefinition"]
-        ordered = crds + [d for d in docs if d.get("kind") != "CustomResourceDefinition"]
-        deadline = time.monotonic() + timeout
-        for doc in ordered:
-            where = f"{doc.get('kind')} {doc.get('metadata', {}).get('name')}"
-            while True:
-                try:
-                    resource = dynamic.resources.get(
-                        api_version=doc["apiVersion"], kind=doc["kind"]
-                    )
-                    break
-                except ResourceNotFoundError:  # a CRD just made: discovery lags
-                    if time.monotonic() > deadline:
-                        raise AssertionError(f"install: no API serves {where}") from None
-                    dynamic.resources.invalidate_cache()
-                    time.sleep(0.5)
-            namespace = doc.get("metadata", {}).get("namespace")
-            try:
-                resource.create(body=doc, namespace=namespace)
-            except ApiException as exc:
-                if exc.status != 409:
-                    raise AssertionError(f"install: creating {where}: {exc.reason}") from None
-        for crd in crds:
-            _wait_established(dynamic, crd["metadata"]["name"], deadline)
-    finally:
-        api.close()
+    apply(kubeconfig, docs)
     _installed.update((str(kubeconfig), s) for s in todo)
 
 
-def _wait_established(dynamic: Any, name: str, deadline: float) -> None:
-    resource = dynamic.resources.get(
-        api_version="apiextensions.k8s.io/v1", kind="CustomResourceDefinition"
-    )
+def apply(kubeconfig: Path, docs: list[dict[str, Any]], *, timeout: float = 60.0) -> None:
+    """Create ``docs`` in the cluster of ``kubeconfig``: CRDs first, each Established
+    before the rest; an object that exists is left as it is. Any kind the API serves
+    (the dynamic client's discovery)."""
+    from kubernetes.client.exceptions import ApiException
+
+    crds = [d for d in docs if d.get("kind") == "CustomResourceDefinition"]
+    ordered = crds + [d for d in docs if d.get("kind") != "CustomResourceDefinition"]
+    deadline = time.monotonic() + timeout
+    with _dynamic(kubeconfig) as dynamic:
+        for doc in ordered:
+            resource = _resource(dynamic, doc, deadline)
+            try:
+                resource.create(body=doc, namespace=doc["metadata"].get("namespace"))
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise AssertionError(f"creating {_what(doc)}: {exc.reason}") from None
+            if doc.get("kind") == "CustomResourceDefinition":
+                _wait_established(resource, doc["metadata"]["name"], deadline)
+
+
+def delete(kubeconfig: Path, docs: list[dict[str, Any]]) -> None:
+    """Delete ``docs`` (last first) from the cluster of ``kubeconfig``; gone ones are fine."""
+    from kubernetes.client.exceptions import ApiException
+
+    with _dynamic(kubeconfig) as dynamic:
+        for doc in reversed(docs):
+            resource = _resource(dynamic, doc, time.monotonic())
+            try:
+                resource.delete(
+                    name=doc["metadata"]["name"], namespace=doc["metadata"].get("namespace")
+                )
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise AssertionError(f"deleting {_what(doc)}: {exc.reason}") from None
+
+
+@contextlib.contextmanager
+def _dynamic(kubeconfig: Path) -> Iterator[Any]:
+    from kubernetes import config as kube_config
+    from kubernetes.dynamic import DynamicClient
+
+    api = kube_config.new_client_from_config(config_file=str(kubeconfig))
+    try:
+        yield DynamicClient(api)
+    finally:
+        api.close()
+
+
+def _what(doc: Mapping[str, Any]) -> str:
+    return f"{doc.get('kind')} {(doc.get('metadata') or {}).get('name')}"
+
+
+def _resource(dynamic: Any, doc: Mapping[str, Any], deadline: float) -> Any:
+    """The API resource serving ``doc``'s kind (a CRD just made: discovery lags)."""
+    from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
     while True:
-        conditions = (resource.get(name=name).to_dict().get("status") or {}).get("conditions") or []
-        if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+        try:
+            return dynamic.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
+        except ResourceNotFoundError:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no API serves {_what(doc)}") from None
+            dynamic.resources.invalidate_cache()
+            time.sleep(0.5)
+
+
+def _wait_established(crds: Any, name: str, deadline: float) -> None:
+    while True:
+        status = crds.get(name=name).to_dict().get("status") or {}
+        if any(
+            c["type"] == "Established" and c["status"] == "True"
+            for c in status.get("conditions") or []
+        ):
             return
         if time.monotonic() > deadline:
-            raise AssertionError(f"install: CRD {name} not Established")
+            raise AssertionError(f"CRD {name} not Established")
         time.sleep(0.2)
 
 
@@ -242,6 +276,8 @@ class SchedulerRun:
     controller_name: str
     workdir: Path
     processes: list[Process] = field(default_factory=list)
+    #: The deployment's own objects (``Adapter.objects``), created by :meth:`start`.
+    objects: list[dict[str, Any]] = field(default_factory=list)
     _ports: dict[str, int] = field(default_factory=dict)
     _values: Placeholders | None = None
 
@@ -281,9 +317,16 @@ class SchedulerRun:
         )
 
     def start(self) -> None:
-        """Install, write the files, start each component and wait until it serves."""
+        """Install, create the deployment's objects, write the files, start each component
+        and wait until it serves."""
         self.install()
         values = self.values
+        for i, source in enumerate(self.adapter.objects):
+            where = f"{self.adapter.id} objects[{i}]"
+            text = expand(self.adapter.template_text(source), values, where=where)
+            docs = [d for d in yaml.safe_load_all(text) if d]
+            self.objects.extend(docs)
+            apply(self.kubeconfig, docs)
         self.workdir.mkdir(parents=True, exist_ok=True)
         for name in self.adapter.files:
             text = expand(self.adapter.file_text(name), values, where=f"file {name}")
@@ -341,6 +384,13 @@ class SchedulerRun:
     def stop(self) -> None:
         self.signal_stop()
         self.wait()
+        self.remove_objects()
+
+    def remove_objects(self) -> None:
+        """Delete the deployment's objects (after the components stopped)."""
+        if self.objects:
+            delete(self.kubeconfig, self.objects)
+            self.objects.clear()
 
     def diagnostics(self) -> str:
         return "\n".join(p.tail() for p in self.processes)

@@ -137,15 +137,17 @@ def outcome(
     settled: bool = True,
     double_allocations: tuple[str, ...] = (),
     scenario: str = "t",
+    deleted: Iterable[Mapping[str, Any]] = (),
 ) -> Outcome:
     """An outcome on one node ``n1`` (:func:`profile`); ``workload``: the pods the
     scheduler placed (default: every pod)."""
     listed = {p["metadata"]["name"]: dict(p) for p in pods}
+    gone = {p["metadata"]["name"]: dict(p) for p in deleted}
     return Outcome(
         scenario=scenario,
         variant=variant,
         pods=listed,
-        workload=tuple(workload) if workload is not None else tuple(listed),
+        workload=tuple(workload) if workload is not None else (*listed, *gone),
         prebound=(),
         allocations=recorded_allocations(listed.values()),
         events=tuple(events),
@@ -154,4 +156,5 @@ def outcome(
         profiles=(profile(),),
         settled=settled,
         double_allocations=double_allocations,
+        deleted=gone,
     )

@@ -10,7 +10,7 @@ import pytest
 
 from schedulers.adapter import Adapter, Claim
 from schedulers.reference import RECONSTRUCTION, STALE_NRT
-from tests.e2e.outcome import Outcome, Transition
+from tests.e2e.outcome import Outcome, Transition, deleted_as_seen
 from tests.e2e.scenarios import SCENARIOS, Scenario
 from tests.e2e.variants import LAG_5S, Variant
 from tests.scorecard.builders import (
@@ -203,3 +203,18 @@ def test_a_cell_that_did_not_run_records_the_error_as_a_harness_problem() -> Non
     rec = failed_record(_cell(), "AssertionError: scheduler exited", command="c")
     assert harness_problems(rec) == ["error: AssertionError: scheduler exited"]
     assert "submitted" not in rec and rec["scenario"] == "b"
+
+
+def test_a_pod_someone_deleted_still_counts_and_is_a_finding() -> None:
+    """A scheduler deleting its pods (KAI cleaning up a rejected one) does not make them
+    vanish from the figures: a deleted pod the kubelet had rejected (its event says so,
+    though the harness never saw the Failed status) is a TopologyAffinityError, and the
+    deletion itself is a finding."""
+    events = [kubelet_rejection("gone")]
+    last_seen = deleted_as_seen(pod("gone", phase="Pending"), events)
+    rec = _record(outcome([pod("ran", cpus="0")], deleted=[last_seen], events=events))
+    assert (rec["submitted"], rec["topology_affinity_errors"], rec["bound"]) == (2, 1, 2)
+    assert harness_problems(rec) == []
+    assert "gone: deleted by someone else than the harness" in rec["findings"]["aligned"]
+    not_rejected = deleted_as_seen(pod("quiet", phase="Running"), events)
+    assert not_rejected["status"]["phase"] == "Running"

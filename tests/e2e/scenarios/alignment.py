@@ -47,7 +47,7 @@ def _check_a(o: Outcome) -> list[str]:
     split, lopsided = o.node(0), o.node(1)
     expected_nodes = {"three-gpus": lopsided, "two-gpus": split}  # lopsided has 1 GPU left
     for name, node in expected_nodes.items():
-        pod = o.pods.get(name)
+        pod = o.pod(name)
         if pod is not None and ran(pod) and node_of(pod) != node:
             problems.append(f"{name}: on {node_of(pod)}, only {node} can align it")
     for name, (cpu, gpus) in A_FITTING.items():
@@ -95,7 +95,7 @@ A = Scenario(
 
 def _check_b(o: Outcome) -> list[str]:
     problems = none_rejected(o)
-    running = [n for n in o.workload if ran(o.pods[n])]
+    running = [n for n in o.workload if ran(o.pod(n) or {})]
     if len(running) != 2:
         problems.append(f"{len(running)} of 3 ran ({running}); the zones hold exactly two")
     problems += never_bound(o, [n for n in o.workload if n not in running])
@@ -127,7 +127,7 @@ B = Scenario(
 def _check_c(o: Outcome) -> list[str]:
     names = ("full-0", "full-1")
     problems = none_rejected(o) + all_ran(o, names)
-    nodes = {node_of(o.pods[n]) for n in names if n in o.pods and ran(o.pods[n])}
+    nodes = {node_of(p) for p in map(o.pod, names) if p is not None and ran(p)}
     if len(nodes) == 2 and nodes != {o.node(0), o.node(1)}:
         problems.append(f"on {sorted(str(n) for n in nodes)}, one per node expected")
     for name in names:

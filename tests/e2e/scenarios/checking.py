@@ -16,7 +16,7 @@ from tests.e2e.outcome import Outcome, node_of, phase, ran, rejected
 def zones_of(outcome: Outcome, pod: str) -> dict[int, dict[str, int]] | None:
     """Zone -> what the kubelet gave ``pod`` there (exclusive CPUs, devices, single-NUMA
     memory), or None when it holds no allocation."""
-    listed = outcome.pods.get(pod)
+    listed = outcome.pod(pod)
     allocation = outcome.allocations.get(pod)
     if listed is None or allocation is None:
         return None
@@ -29,7 +29,7 @@ def zones_of(outcome: Outcome, pod: str) -> dict[int, dict[str, int]] | None:
 
 def groups_of(outcome: Outcome, pod: str) -> dict[frozenset[int], dict[str, int]] | None:
     """Memory Manager group (NUMA-node set) -> the memory the kubelet gave ``pod`` there."""
-    listed = outcome.pods.get(pod)
+    listed = outcome.pod(pod)
     allocation = outcome.allocations.get(pod)
     if listed is None or allocation is None:
         return None
@@ -46,7 +46,7 @@ def none_rejected(outcome: Outcome) -> list[str]:
 
 
 def _rejected(outcome: Outcome, name: str) -> bool:
-    pod = outcome.pods.get(name)
+    pod = outcome.pod(name)
     return pod is not None and rejected(pod)
 
 
@@ -55,7 +55,7 @@ def all_ran(outcome: Outcome, names: Iterable[str]) -> list[str]:
     (:func:`none_rejected` names them)."""
     problems = []
     for name in names:
-        pod = outcome.pods.get(name)
+        pod = outcome.pod(name)
         if pod is None:
             problems.append(f"{name}: gone")
         elif not ran(pod) and not rejected(pod):
@@ -66,7 +66,7 @@ def all_ran(outcome: Outcome, names: Iterable[str]) -> list[str]:
 def never_bound(outcome: Outcome, names: Iterable[str]) -> list[str]:
     problems = []
     for name in names:
-        pod = outcome.pods.get(name)
+        pod = outcome.pod(name)
         if pod is not None and node_of(pod) and not rejected(pod):
             problems.append(f"{name}: bound to {node_of(pod)} ({phase(pod)}), fits no zone")
     return problems

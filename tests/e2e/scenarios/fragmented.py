@@ -60,7 +60,7 @@ def _nodes() -> tuple[dict[str, Any], ...]:
 
 def _check_g(o: Outcome) -> list[str]:
     problems = none_rejected(o) + never_bound(o, ["gpu4-0", "gpu4-1"])
-    running = sum(1 for n in o.workload if ran(o.pods[n]))
+    running = sum(1 for n in o.workload if ran(o.pod(n) or {}))
     if running != MOST_THAT_RUN:
         problems.append(f"{running} GPU pods ran, the zones hold {MOST_THAT_RUN}")
     return problems
