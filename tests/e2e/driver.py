@@ -39,8 +39,6 @@ from tests.e2e.outcome import (
     Transition,
     annotations_of,
     deleted_as_seen,
-    event_time,
-    kubelet_rejections,
     node_of,
     phase,
     scheduler_messages,
@@ -99,7 +97,6 @@ class _Run:
     namespace: str
     variant: Variant
     t0: float = field(default_factory=time.monotonic)
-    wall0: float = field(default_factory=time.time)
     listed: dict[str, dict[str, Any]] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
     events_at: float = float("-inf")
@@ -112,6 +109,7 @@ class _Run:
     submitted: set[str] = field(default_factory=set)
     manifests: list[dict[str, Any]] = field(default_factory=list)
     deleted: dict[str, dict[str, Any]] = field(default_factory=dict)
+    seen_events: set[str] = field(default_factory=set)
 
     @property
     def reasons(self) -> tuple[str, ...]:
@@ -122,15 +120,14 @@ class _Run:
 
     # ---- polling -----------------------------------------------------------------------
 
-    def poll(self, *, events: bool = False) -> None:
+    def poll(self) -> None:
         """List the pods (and, every EVENTS_EVERY_S, the events); extend the timeline.
         Raises AssertionError when a component exited."""
         self.deployment.check_alive()
         try:
             listed = pods(self.kube, self.namespace)
-            if events and self.now() - self.events_at >= EVENTS_EVERY_S:
-                self.events = _events(self.kube, self.namespace)
-                self.events_at = self.now()
+            if self.now() - self.events_at >= EVENTS_EVERY_S:
+                self.see_events(_events(self.kube, self.namespace))
         except Transient:
             return
         at = round(self.now(), 2)
@@ -160,23 +157,44 @@ class _Run:
         allocations = self.deployment.allocations(listed.values())
         self.doubles.update(double_allocations(listed.values(), allocations))
 
-    def sleep_polling(self, seconds: float, *, events: bool = False) -> None:
+    def see_events(self, events: list[dict[str, Any]]) -> None:
+        """Keep the namespace's events; put each event about a pod on the timeline when
+        first seen (the scheduler's reports, binds and evictions, the kubelets'
+        rejections). An event's own timestamps have only second resolution."""
+        self.events = events
+        self.events_at = at = self.now()
+        for e in events:
+            key = str((e.get("metadata") or {}).get("uid") or "")
+            involved = e.get("involvedObject") or {}
+            if key in self.seen_events or involved.get("kind") != "Pod":
+                continue
+            self.seen_events.add(key)
+            source = e.get("source") or {}
+            who = source.get("component") or e.get("reportingComponent") or "?"
+            self.timeline.append(
+                Transition(
+                    round(at, 2),
+                    str(involved.get("name") or ""),
+                    f"event {e.get('reason') or ''}",
+                    f"{who}: {e.get('message') or ''}",
+                )
+            )
+
+    def sleep_polling(self, seconds: float) -> None:
         """Wait ``seconds``, polling meanwhile."""
         deadline = time.monotonic() + seconds
         while True:
-            self.poll(events=events)
+            self.poll()
             left = deadline - time.monotonic()
             if left <= 0:
                 return
             time.sleep(min(POLL_S, left))
 
-    def wait(
-        self, done: Callable[[], bool], *, timeout: float, what: str, events: bool = False
-    ) -> bool:
+    def wait(self, done: Callable[[], bool], *, timeout: float, what: str) -> bool:
         """Poll until ``done()``; False (and a note) after ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            self.poll(events=events)
+            self.poll()
             if done():
                 return True
             time.sleep(POLL_S)
@@ -222,7 +240,6 @@ class _Run:
                 lambda: self.decided(step.pod),
                 timeout=timeout,
                 what=f"the scheduler to bind {step.pod} or report it unplaceable",
-                events=True,
             )
         elif isinstance(step, AwaitBound):
             self.wait(
@@ -338,42 +355,6 @@ def _events(kube: KubeClient, namespace: str) -> list[dict[str, Any]]:
     return items
 
 
-def _event_timeline(
-    events: list[dict[str, Any]], wall0: float, reasons: tuple[str, ...]
-) -> list[Transition]:
-    """The scheduler's reports and the kubelets' rejections, at their recorded times."""
-    out = []
-    rejections = {(r.pod, r.node) for r in kubelet_rejections(events)}
-    for e in events:
-        involved = e.get("involvedObject") or {}
-        pod = str(involved.get("name") or "")
-        at = event_time(e)
-        if at is None:
-            continue
-        reason = str(e.get("reason") or "")
-        source = e.get("source") or {}
-        who = source.get("component") or e.get("reportingComponent") or "?"
-        count = int(e.get("count") or (e.get("series") or {}).get("count") or 1)
-        times = f" (x{count})" if count > 1 else ""
-        if (
-            reason in reasons
-            or (
-                pod,
-                str(source.get("host") or ""),
-            )
-            in rejections
-        ):
-            out.append(
-                Transition(
-                    round(at - wall0, 2),
-                    pod,
-                    f"event {reason}",
-                    f"{who}{times}: {e.get('message') or ''}",
-                )
-            )
-    return out
-
-
 def drive(
     scenario: Scenario,
     deployment: Deployment,
@@ -393,14 +374,11 @@ def drive(
         run.settled,
         timeout=scenario.settle_timeout_s,
         what="the run to settle",
-        events=True,
     )
     duration = run.now()
     observed, stale = run.converge()
-    run.events = _events(kube, namespace)
-    timeline = sorted(
-        [*run.timeline, *_event_timeline(run.events, run.wall0, run.reasons)], key=lambda t: t.at_s
-    )
+    run.see_events(_events(kube, namespace))
+    timeline = sorted(run.timeline, key=lambda t: t.at_s)
     listed = run.listed
     return Outcome(
         scenario=scenario.id,

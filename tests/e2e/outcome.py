@@ -8,10 +8,8 @@ pytest suite asserts on it; the scorecard turns it into a record (tests/scorecar
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from exporter.annotations import (
@@ -402,31 +400,6 @@ def gpus_in_use(outcome: Outcome) -> int:
             continue
         total += sum(len(c.devices.get(GPU, ())) for c in allocation.containers)
     return total
-
-
-# ---- time ----------------------------------------------------------------------------
-
-_FRACTION = re.compile(r"\.(\d+)")
-
-
-def event_time(event: Mapping[str, Any]) -> float | None:
-    """An event's last occurrence as a Unix time (``series.lastObservedTime``,
-    ``lastTimestamp``, ``eventTime`` or ``firstTimestamp``), None when it has none."""
-    series = event.get("series") or {}
-    for raw in (
-        series.get("lastObservedTime"),
-        event.get("lastTimestamp"),
-        event.get("eventTime"),
-        event.get("firstTimestamp"),
-    ):
-        if isinstance(raw, str) and raw:
-            # Python before 3.11.? accepts at most 6 fraction digits: trim nanoseconds.
-            text = _FRACTION.sub(lambda m: "." + m.group(1)[:6], raw).replace("Z", "+00:00")
-            try:
-                return datetime.fromisoformat(text).timestamp()
-            except ValueError:
-                continue
-    return None
 
 
 def deleted_as_seen(
