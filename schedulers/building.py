@@ -31,14 +31,17 @@ def binaries(build: Build, *, progress: TextIO | None = None) -> Path:
     script = build.script if build.script.is_absolute() else REPO / build.script
     if script in _built:
         return _built[script]
+    out = progress or sys.stderr
+    try:
+        out.fileno()
+        stderr: TextIO | int = out
+    except (OSError, ValueError, AttributeError):  # a capture without a descriptor
+        stderr = subprocess.PIPE
     proc = subprocess.run(
-        [str(script)],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=progress or sys.stderr,
-        text=True,
-        check=False,
+        [str(script)], cwd=REPO, stdout=subprocess.PIPE, stderr=stderr, text=True, check=False
     )
+    if stderr == subprocess.PIPE and proc.stderr:
+        out.write(proc.stderr)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
         raise BuildError(f"{script} failed (exit {proc.returncode}, building {build.summary})")

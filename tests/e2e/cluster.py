@@ -3,11 +3,13 @@ node's NRT and compare it with what the kubelets hold (tests/e2e/invariants.py).
 
 from __future__ import annotations
 
+import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from exporter.kubeclient import KubeClient, path
+from exporter.kubeerrors import Transient
 from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile
 from tests.e2e.allocations import Allocations
@@ -21,6 +23,26 @@ FAKE_NODE_TAINT = "fakenrt.io/fake-node"
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def wait_for(
+    probe: Callable[[], T | None], *, deployment: Deployment, timeout: float, what: str
+) -> T:
+    """Poll ``probe`` until it returns something truthy; fail after ``timeout`` seconds with
+    the last value and the components' logs."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        try:
+            last = probe()
+        except Transient:  # the API server is busy: ask again
+            last = None
+        if last:
+            return last
+        time.sleep(0.2)
+    raise AssertionError(
+        f"timed out after {timeout}s waiting for {what}; last={last!r}\n" + deployment.diagnostics()
+    )
 
 
 def workload_pod(

@@ -44,8 +44,8 @@ from tests.e2e.schedulers import (
 
 REPO = Path(__file__).resolve().parents[2]
 #: The placement exporters a deployment can run (Topology.exporter).
-NUMA_EXPORTER, KAI_EXPORTER, NO_EXPORTER = "numa-exporter", "kai", "none"
-EXPORTERS = (NUMA_EXPORTER, KAI_EXPORTER, NO_EXPORTER)
+NUMA_EXPORTER, KAI_EXPORTER = "numa-exporter", "kai"
+EXPORTERS = (NUMA_EXPORTER, KAI_EXPORTER)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,9 +56,11 @@ class Topology:
     nodes: tuple[Mapping[str, Any], ...]
     #: Extra ``fakenrt controller`` options, e.g. ``("--nrt-delay", "2s")``.
     controller_args: tuple[str, ...] = ()
-    #: The placement exporter on every node: this project's ``numa-exporter`` (the
-    #: default), KAI's Go ``numa-placement-exporter`` (``kai``: built by KAI's adapter) or
-    #: ``none`` - schedulers then see no observed placement. Local processes only.
+    #: Whether a placement exporter runs per node (without: no observed placements).
+    exporters: bool = True
+    #: Which: this project's ``numa-exporter`` (the default) or KAI's Go
+    #: ``numa-placement-exporter`` (``kai``: built by KAI's adapter; the same podresources
+    #: socket and sysfs tree). Local processes only.
     exporter: str = "numa-exporter"
 
     def __post_init__(self) -> None:
@@ -212,7 +214,7 @@ class ProcessDeployment:
         )  # fmt: skip
         self._controller.start(self._env())
         self._wait_nodes()
-        for profile in self.profiles if self.topology.exporter != NO_EXPORTER else ():
+        for profile in self.profiles if self.topology.exporters else ():
             exporter = Process(
                 f"exporter {profile.name}",
                 self._exporter_argv(profile.name),

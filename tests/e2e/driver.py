@@ -32,7 +32,7 @@ from exporter.kubeclient import KubeClient, path
 from exporter.kubeerrors import Transient
 from fakenrt.durations import parse_duration
 from tests.e2e.cluster import create, nrt_converged, pods, workload_pod
-from tests.e2e.deployment import NO_EXPORTER, NUMA_EXPORTER, Deployment, Topology
+from tests.e2e.deployment import Deployment, Topology
 from tests.e2e.invariants import double_allocations, observation_mismatches
 from tests.e2e.outcome import (
     Outcome,
@@ -78,7 +78,7 @@ def topology_for(scenario: Scenario, variant: Variant) -> Topology:
     return Topology(
         nodes=with_lag(scenario.nodes(), variant.lag),
         controller_args=scenario.controller_args,
-        exporter=NUMA_EXPORTER if variant.exporter else NO_EXPORTER,
+        exporters=variant.exporter,
     )
 
 

@@ -40,7 +40,6 @@ from fakenrt.profiles import NodeProfile, load_profiles
 from schedulers.adapter import Adapter
 from tests.e2e.allocations import Allocations, recorded_allocations
 from tests.e2e.deployment import (
-    NO_EXPORTER,
     NUMA_EXPORTER,
     REPO,
     Topology,
@@ -132,7 +131,7 @@ def write_overlay(
         }
     ]
     resources = [os.path.relpath(KIND_HARNESS, directory)]
-    if topology.exporter != NO_EXPORTER:  # without: none at all (the base's deleted above)
+    if topology.exporters:  # without: none at all (the base's deleted above)
         resources.append("exporters.yaml")
     if scheduler.in_cluster_args is not None:
         (directory / "scheduler-args.yaml").write_text(scheduler.in_cluster_args)
@@ -245,7 +244,7 @@ class KindDeployment:
 
     def start(self) -> None:
         self.topology = self.topology.for_scheduler(self.scheduler)
-        if self.topology.exporter not in (NUMA_EXPORTER, NO_EXPORTER):
+        if self.topology.exporter != NUMA_EXPORTER:
             raise AssertionError(
                 f"exporter {self.topology.exporter!r}: only the local-process backend runs "
                 "another exporter (in-cluster, the production exporter runs, or none)"

@@ -12,7 +12,7 @@ import yaml
 
 from schedulers.adapter import Adapter
 from schedulers.reference import RECONSTRUCTION, STALE_NRT
-from tests.e2e.deployment import NO_EXPORTER, Topology
+from tests.e2e.deployment import Topology
 from tests.e2e.kind_deployment import CONTROLLER, SCHEDULER, write_overlay
 from tests.e2e.schedulers import from_options
 from tests.e2e.topologies import two_zone_node
@@ -98,6 +98,6 @@ def test_another_scheduler_replaces_the_reference_one(tmp_path: Path) -> None:
 
 def test_without_exporters_no_exporter_is_deployed(tmp_path: Path) -> None:
     nodes = (two_zone_node(policy="restricted"),)
-    topology = Topology(nodes=nodes, exporter=NO_EXPORTER)
+    topology = Topology(nodes=nodes, exporters=False)
     deployments = _deployments(_render(tmp_path, topology, RECONSTRUCTION))
     assert sorted(deployments) == sorted([CONTROLLER, SCHEDULER])
