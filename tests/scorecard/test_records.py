@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -218,3 +220,11 @@ def test_a_pod_someone_deleted_still_counts_and_is_a_finding() -> None:
     assert "gone: deleted by someone else than the harness" in rec["findings"]["aligned"]
     not_rejected = deleted_as_seen(pod("quiet", phase="Running"), events)
     assert not_rejected["status"]["phase"] == "Running"
+
+
+def test_docs_list_every_figure_of_a_record() -> None:
+    """docs/scorecard.md's table of record keys is FIELDS, in order."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "scorecard.md").read_text()
+    table = doc[doc.index("| key | meaning |") :].split("\n\n")[0]
+    keys = re.findall(r"^\| `([a-z_]+)` \|", table, re.M)
+    assert keys == [f.name for f in FIELDS]
