@@ -50,3 +50,23 @@ def binaries(build: Build, *, progress: TextIO | None = None) -> Path:
         raise BuildError(f"{script} printed {found}, which is not a directory")
     _built[script] = found
     return found
+
+
+def main() -> int:
+    """``python -m schedulers.building``: build (or reuse) the binaries of every adapter in
+    schedulers/ - each build script once - and print ``<script> <directory>`` per build.
+    Exits 1 naming the first build that failed."""
+    from schedulers.registry import adapters
+
+    builds = {a.build.script: a.build for a in adapters() if a.build is not None}
+    for script, build in builds.items():
+        try:
+            print(script, binaries(build), flush=True)
+        except BuildError as exc:
+            print(f"schedulers.building: {exc}", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -11,6 +11,7 @@ protocol.
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import signal
@@ -71,12 +72,14 @@ class Topology:
         return parse_profiles({"nodes": [dict(n) for n in self.nodes]}, source="e2e topology")
 
     def for_scheduler(self, scheduler: Adapter) -> Topology:
-        """The topology with what ``scheduler`` expects of NRT on every node (its ``nrt``
-        keys; a node's own keys win)."""
-        if not scheduler.nrt:
-            return self
-        nodes = tuple({**n, "nrt": {**scheduler.nrt, **(n.get("nrt") or {})}} for n in self.nodes)
-        return replace(self, nodes=nodes)
+        """The topology with what ``scheduler`` expects of the nodes: its ``nrt`` keys on
+        every node (a node's own keys win), its controller options after the scenario's."""
+        nodes = tuple(
+            {**n, "nrt": {**scheduler.nrt, **(n.get("nrt") or {})}} if scheduler.nrt else n
+            for n in self.nodes
+        )
+        args = (*self.controller_args, *scheduler.controller_args)
+        return replace(self, nodes=nodes, controller_args=args)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -313,6 +316,7 @@ class ProcessDeployment:
             self._scheduler.remove_objects()
         if self._controller is not None:
             self._controller.stop()  # --remove-on-exit: the nodes go with it
+        keep_logs(self.workdir, self.controller_name)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def diagnostics(self) -> str:
@@ -328,6 +332,22 @@ class ProcessDeployment:
 
     def workload(self, run_duration: str | None) -> Workload:
         return simulated_workload(run_duration)
+
+
+#: When set, every deployment's component logs are kept under this directory.
+LOGS_ENV = "NUMA_TESTKIT_E2E_LOGS"
+
+
+def keep_logs(workdir: Path, deployment: str) -> None:
+    """Copy the ``*.log`` files under ``workdir`` to ``$NUMA_TESTKIT_E2E_LOGS/<deployment>/``
+    (nothing when the variable is unset)."""
+    target = os.environ.get(LOGS_ENV)
+    if not target:
+        return
+    for log in workdir.rglob("*.log"):
+        dest = Path(target) / deployment / log.relative_to(workdir)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(log, dest)
 
 
 def _fakenrt() -> list[str]:

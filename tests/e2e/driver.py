@@ -7,9 +7,10 @@ steps, then waits until the run has **settled**:
 * no pod is bound and still waiting for its kubelet's verdict;
 * every pod that finishes (a run duration) has finished, or was never bound;
 * every pod never bound is reported unplaceable by the scheduler (``PodScheduled=False``
-  with reason ``Unschedulable``, or a ``FailedScheduling`` / ``Unschedulable`` event) and
-  nothing has changed for a quiet period longer than the NRT lag (a scheduler waiting for
-  NRT to catch up may still place it), or nothing has changed for :data:`SILENT_S`;
+  with reason ``Unschedulable``, or one of the adapter's event reasons) and nothing has
+  changed for the adapter's ``quiet_s`` plus the NRT lag (a scheduler retrying after its
+  backoff, or waiting for NRT to catch up, may still place it), or nothing has changed for
+  :data:`SILENT_S`;
 
 or until the scenario's settle timeout (the outcome then says it did not settle). Then it
 waits, bounded, for the exporter's annotations (with the exporter) and every node's NRT to
@@ -62,10 +63,6 @@ from tests.e2e.variants import Variant
 POLL_S = 0.25
 #: Events are listed every this many seconds while the driver needs them.
 EVENTS_EVERY_S = 1.0
-#: Quiet period beyond the NRT lag before pods reported unplaceable count as settled:
-#: kube-scheduler's (and the reference scheduler's) longest backoff of a pod that fit
-#: nowhere (10 s) and some slack - a scheduler retries it at the latest then.
-QUIET_S = 12.0
 #: Quiet period after which pods the scheduler never reported count as settled too.
 SILENT_S = 30.0
 #: Beyond the NRT lag: how long the exporter and NRT get to catch up after settling.
@@ -306,9 +303,12 @@ class _Run:
         if not has_unbound:
             return True
         quiet = self.now() - self.last_change
-        if unbound_reported and quiet >= QUIET_S + lag_bound_s(self.variant):
+        # The adapter's quiet_s: by then the scheduler has tried such a pod again (its
+        # backoff, its view's resync); plus the NRT lag it may be waiting out.
+        window = self.deployment.scheduler.quiet_s + lag_bound_s(self.variant)
+        if unbound_reported and quiet >= window:
             return True
-        return quiet >= SILENT_S
+        return quiet >= max(SILENT_S, window)
 
     def converge(self) -> tuple[list[str], list[str]]:
         """Wait for the exporter's annotations and the NRTs; what did not catch up."""
