@@ -2,10 +2,11 @@
 
 Each cell gets its own namespace, fake nodes (their own controller name) and scheduler
 instance (its own ``schedulerName``), so cells share nothing but the API server and run
-concurrently: ``jobs`` at a time, the longest first. A cell the harness cannot run (a
-component that does not start, a baseline never reached) becomes a record with the error
-as a harness problem; the others go on. Cells of an adapter with a fixed scheduler name
-run one at a time.
+concurrently: ``jobs`` at a time, the longest first - except the cells of a scheduler
+that acts on the whole cluster (``one_per_cluster``, e.g. KAI's binder) or of an adapter
+with a fixed scheduler name, which run one after another (started first: theirs is the
+longest chain). A cell the harness cannot run (a component that does not start, a baseline
+never reached) becomes a record with the error as a harness problem; the others go on.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -110,6 +110,33 @@ def run_cell(cell: Cell, *, kube: KubeClient, backend: Backend, rerun: Rerun) ->
         return failed_record(cell, text[:_ERROR_CHARS], command=command)
 
 
+def exclusion(cell: Cell) -> str | None:
+    """The group of cells that never run at the same time as this one: every cell of a
+    scheduler that acts on the whole cluster (``one_per_cluster``: any of its modes), or
+    of an adapter with a fixed scheduler name; None: it runs beside anything."""
+    if cell.scheduler.one_per_cluster:
+        return f"scheduler {cell.scheduler.scheduler}"
+    if cell.scheduler.fixed_name:
+        return f"adapter {cell.scheduler.id}"
+    return None
+
+
+def dispatch_order(cells: Sequence[Cell]) -> list[int]:
+    """The order cells are started in: the cells of exclusion groups first, the group with
+    the most expected seconds first (they run one after another: the longest chain), then
+    the others, each the longest first."""
+    chain: dict[str | None, float] = {}
+    for cell in cells:
+        group = exclusion(cell)
+        chain[group] = chain.get(group, 0.0) + _expected_seconds(cell)
+
+    def key(i: int) -> tuple[int, float, float]:
+        group = exclusion(cells[i])
+        return (group is None, -chain[group] if group else 0.0, -_expected_seconds(cells[i]))
+
+    return sorted(range(len(cells)), key=key)
+
+
 def run_cells(
     cells: Sequence[Cell],
     *,
@@ -119,36 +146,55 @@ def run_cells(
     jobs: int,
     progress: TextIO | None = None,
 ) -> list[dict[str, Any]]:
-    """Every cell, ``jobs`` at a time; the records in the cells' order."""
-    locks: dict[str, threading.Lock] = {
-        c.scheduler.id: threading.Lock() for c in cells if c.scheduler.fixed_name
-    }
-    done = 0
-    done_lock = threading.Lock()
+    """Every cell, ``jobs`` at a time, never two of one exclusion group at once; the
+    records in the cells' order."""
+    pending = dispatch_order(cells)
+    busy: set[str] = set()
+    results: dict[int, dict[str, Any]] = {}
+    cond = threading.Condition()
     start = time.monotonic()
 
-    def one(cell: Cell) -> dict[str, Any]:
-        nonlocal done
-        lock = locks.get(cell.scheduler.id)
-        with lock if lock is not None else contextlib.nullcontext():
-            rec = run_cell(cell, kube=kube, backend=backend, rerun=rerun)
-        with done_lock:
-            done += 1
-            if progress is not None:
-                print(
-                    f"[{done}/{len(cells)} {time.monotonic() - start:5.0f} s] {cell.id}: "
-                    f"{one_line(rec)}",
-                    file=progress,
-                    flush=True,
-                )
-        return rec
+    def take() -> int | None:
+        """The next cell that may start now (waits while every pending one is blocked by
+        its group); None when nothing is left."""
+        with cond:
+            while pending:
+                for i in pending:
+                    group = exclusion(cells[i])
+                    if group is None or group not in busy:
+                        pending.remove(i)
+                        if group is not None:
+                            busy.add(group)
+                        return i
+                cond.wait()
+            return None
 
-    order = sorted(range(len(cells)), key=lambda i: -_expected_seconds(cells[i]))
-    results: dict[int, dict[str, Any]] = {}
-    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="cell") as pool:
-        futures = {i: pool.submit(one, cells[i]) for i in order}
-        for i, future in futures.items():
-            results[i] = future.result()
+    def worker() -> None:
+        while (i := take()) is not None:
+            cell = cells[i]
+            rec = run_cell(cell, kube=kube, backend=backend, rerun=rerun)
+            with cond:
+                results[i] = rec
+                group = exclusion(cell)
+                if group is not None:
+                    busy.discard(group)
+                cond.notify_all()
+                if progress is not None:
+                    print(
+                        f"[{len(results)}/{len(cells)} {time.monotonic() - start:5.0f} s] "
+                        f"{cell.id}: {one_line(rec)}",
+                        file=progress,
+                        flush=True,
+                    )
+
+    threads = [
+        threading.Thread(target=worker, name=f"cell-{n}", daemon=True)
+        for n in range(max(1, min(jobs, len(cells))))
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     return [results[i] for i in range(len(cells))]
 
 
