@@ -108,6 +108,8 @@ class Deployment(Protocol):
     #: Value of the ``fakenrt.io/controller`` label on this deployment's nodes.
     controller_name: str
     scheduler: Adapter
+    #: The topology's nodes once started, named as the Nodes that run them (on real
+    #: kubelets the Kind workers' names), in the topology's order.
     profiles: tuple[NodeProfile, ...]
 
     @property

@@ -214,9 +214,8 @@ class _Run:
                 gpus=template.gpus,
                 guaranteed=template.guaranteed,
                 run_duration=template.run_duration,
-                node=self.deployment.node_name(self.deployment.profiles[node].name)
-                if node is not None
-                else None,
+                # A deployment's profiles are named as the Nodes that run them.
+                node=self.deployment.profiles[node].name if node is not None else None,
             )
             create(self.kube, pod)
             self.manifests.append(pod)
@@ -313,7 +312,7 @@ class _Run:
     def converge(self) -> tuple[list[str], list[str]]:
         """Wait for the exporter's annotations and the NRTs; what did not catch up."""
         deadline = time.monotonic() + CONVERGE_S + lag_bound_s(self.variant)
-        profiles = {self.deployment.node_name(p.name): p for p in self.deployment.profiles}
+        profiles = {p.name: p for p in self.deployment.profiles}
         while True:
             self.poll()
             held = self.deployment.allocations(self.listed.values())
@@ -391,7 +390,6 @@ def drive(
         timeline=tuple(timeline),
         first_submit_s=run.first_submit,
         profiles=deployment.profiles,
-        node_names={p.name: deployment.node_name(p.name) for p in deployment.profiles},
         settled=settled,
         duration_s=round(duration, 1),
         double_allocations=tuple(sorted(run.doubles)),

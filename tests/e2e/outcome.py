@@ -67,9 +67,9 @@ class Outcome:
     timeline: tuple[Transition, ...] = ()
     #: Seconds after the start at which the first workload pod was submitted.
     first_submit_s: float | None = None
+    #: The deployment's nodes, named as the Nodes that run them (a Kind worker's name on
+    #: real kubelets), in the topology's order.
     profiles: tuple[NodeProfile, ...] = ()
-    #: Profile node name -> the Node that runs it.
-    node_names: Mapping[str, str] = field(default_factory=dict)
     #: Every pod reached a state it keeps (or the scheduler reports it cannot place it).
     settled: bool = True
     #: Seconds from the start until settled (or given up).
@@ -103,13 +103,11 @@ class Outcome:
 
     def node(self, index: int) -> str:
         """The Node running the scenario's ``index``-th topology node."""
-        name = self.profiles[index].name
-        return self.node_names.get(name, name)
+        return self.profiles[index].name
 
     def profile_of_node(self) -> dict[str, NodeProfile]:
         """Node name -> its profile."""
-        by_name = {p.name: p for p in self.profiles}
-        return {self.node_names.get(n, n): p for n, p in by_name.items()}
+        return {p.name: p for p in self.profiles}
 
     def bind_times(self) -> dict[str, float]:
         """Pod -> when it was first seen bound."""
