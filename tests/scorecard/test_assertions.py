@@ -75,7 +75,7 @@ def test_every_assertion_holds_on_a_run_that_shows_what_it_must() -> None:
         pytest.param(
             {4: rec(KAI, "g", "no-exporter-lag0", 0, default=False)}, "seed-000-hole", id="no-hole"
         ),
-        pytest.param({5: rec(KAI, "g", "exporter-lag0", 1)}, "seed-000-hole", id="hole-not-closed"),
+        pytest.param({5: rec(KAI, "g", "exporter-lag0", 2)}, "seed-000-hole", id="hole-not-closed"),
         pytest.param({5: None}, "seed-000-hole", id="with-exporter-not-run"),
     ],
 )
@@ -125,3 +125,11 @@ def test_required_cells_are_what_the_assertions_look_at() -> None:
         "kai-reconstruction/g/no-exporter-lag0",
         "kai-reconstruction/g/exporter-lag0",
     }
+
+
+def test_the_exporter_closing_the_hole_means_fewer_errors_with_it() -> None:
+    """Seed 000's hole is errors without the exporter; with it the pre-bound pods are
+    visible and the hole's errors go: what is left is another mistake, a finding."""
+    for with_exporter, holds in ((0, True), (1, True), (2, False), (3, False)):
+        records = [*CAUGHT[:5], rec(KAI, "g", "exporter-lag0", with_exporter)]
+        assert _verdict(records, "seed-000-hole").passed is holds, with_exporter
