@@ -21,14 +21,15 @@ asserted, over the records (tests/scorecard/records.py):
    occasionally one - a different mistake (three 2-GPU pods of one cycle sent to a node
    whose zones hold two), reported as a finding (docs/scorecard.md, docs/schedulers/kai.md).
 
-An assertion whose scheduler is not registered is not applicable; one whose scheduler is
-registered but whose cells are missing from the records fails (it was not run).
+An assertion whose scheduler is not registered is not applicable. One whose cells are
+missing fails when a whole matrix was run (``make scorecard``, ``make scorecard-ci``) and is
+not applicable in a partial run (cells, schedulers or scenarios picked).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from schedulers.adapter import Adapter
@@ -57,6 +58,19 @@ class Verdict:
     statement: str
     passed: bool | None
     evidence: tuple[str, ...] = ()
+    #: Some of the cells it needs were not run (it then holds only as far as it goes).
+    incomplete: bool = False
+
+
+def _verdict(
+    id: str, statement: str, *, failed: bool, missing: list[str], evidence: list[str]
+) -> Verdict:
+    """Failed when a cell that ran contradicts it; otherwise holding, unless cells it
+    needs were not run (:func:`judge` decides what that means)."""
+    lines = (*evidence, *(f"{m}: not run" for m in missing))
+    if failed:
+        return Verdict(id, statement, False, lines, bool(missing))
+    return Verdict(id, statement, None if missing else True, lines, bool(missing))
 
 
 def _key(rec: Record) -> tuple[str, str, str]:
@@ -114,17 +128,17 @@ def _blind(records: Sequence[Record], adapters: Sequence[Adapter]) -> Verdict:
     adapter = _default(adapters, NUMA_BLIND)
     if adapter is None:
         return Verdict("numa-blind-caught", statement, None, (f"{NUMA_BLIND}: no adapter",))
-    evidence, passed = [], True
+    evidence, missing, failed = [], [], False
     for scenario in (s for s in SCENARIOS.values() if s.blind_scheduler_fails):
         rec = _find(records, adapter.id, scenario.id, scenario.default_variant)
         if rec is None:
-            passed = False
-            evidence.append(f"{adapter.id}/{scenario.id}: not run")
+            missing.append(f"{adapter.id}/{scenario.id}/{scenario.default_variant.id}")
             continue
-        ok = _errors(rec) > 0
-        passed &= ok
+        failed |= _errors(rec) == 0
         evidence.append(f"{'/'.join(_key(rec))}: {_errors(rec)} TopologyAffinityErrors")
-    return Verdict("numa-blind-caught", statement, passed, tuple(evidence))
+    return _verdict(
+        "numa-blind-caught", statement, failed=failed, missing=missing, evidence=evidence
+    )
 
 
 def _stale(records: Sequence[Record], adapters: Sequence[Adapter]) -> Verdict:
@@ -132,16 +146,17 @@ def _stale(records: Sequence[Record], adapters: Sequence[Adapter]) -> Verdict:
     stale = [a for a in adapters if a.trusts_stale_nrt]
     if not stale:
         return Verdict("stale-nrt-caught", statement, None, ("no adapter trusts a stale NRT",))
-    evidence, passed = [], True
+    evidence, missing, failed = [], [], False
     for adapter in stale:
         rec = _find(records, adapter.id, STALE_SCENARIO, STALE_VARIANT)
         if rec is None:
-            passed = False
-            evidence.append(f"{adapter.id}/{STALE_SCENARIO}/{STALE_VARIANT.id}: not run")
+            missing.append(f"{adapter.id}/{STALE_SCENARIO}/{STALE_VARIANT.id}")
             continue
-        passed &= _errors(rec) > 0
+        failed |= _errors(rec) == 0
         evidence.append(f"{'/'.join(_key(rec))}: {_errors(rec)} TopologyAffinityErrors")
-    return Verdict("stale-nrt-caught", statement, passed, tuple(evidence))
+    return _verdict(
+        "stale-nrt-caught", statement, failed=failed, missing=missing, evidence=evidence
+    )
 
 
 def _hole(records: Sequence[Record], adapters: Sequence[Adapter]) -> Verdict:
@@ -153,17 +168,19 @@ def _hole(records: Sequence[Record], adapters: Sequence[Adapter]) -> Verdict:
     if adapter is None:
         return Verdict("seed-000-hole", statement, None, (f"{SEED_HOLE}: no adapter",))
     found: dict[str, int] = {}
-    evidence = []
+    evidence, missing = [], []
     for variant in (WITHOUT_EXPORTER, WITH_EXPORTER):
         rec = _find(records, adapter.id, SEED_HOLE_SCENARIO, variant)
         if rec is None:
-            evidence.append(f"{adapter.id}/{SEED_HOLE_SCENARIO}/{variant.id}: not run")
+            missing.append(f"{adapter.id}/{SEED_HOLE_SCENARIO}/{variant.id}")
             continue
         found[variant.id] = _errors(rec)
         evidence.append(f"{'/'.join(_key(rec))}: {_errors(rec)} TopologyAffinityErrors")
     without, with_ = found.get(WITHOUT_EXPORTER.id), found.get(WITH_EXPORTER.id)
-    passed = without is not None and with_ is not None and 0 <= with_ < without
-    return Verdict("seed-000-hole", statement, passed, tuple(evidence))
+    failed = (without is not None and without == 0) or (
+        without is not None and with_ is not None and with_ >= without
+    )
+    return _verdict("seed-000-hole", statement, failed=failed, missing=missing, evidence=evidence)
 
 
 ASSERTIONS: tuple[Callable[[Sequence[Record], Sequence[Adapter]], Verdict], ...] = (
@@ -175,10 +192,17 @@ ASSERTIONS: tuple[Callable[[Sequence[Record], Sequence[Adapter]], Verdict], ...]
 )
 
 
-def judge(records: Iterable[Record], adapters: Sequence[Adapter]) -> list[Verdict]:
-    """Every assertion over ``records``; ``adapters`` are the registered ones."""
+def judge(
+    records: Iterable[Record], adapters: Sequence[Adapter], *, complete: bool = True
+) -> list[Verdict]:
+    """Every assertion over ``records``; ``adapters`` are the registered ones. With
+    ``complete`` (a whole matrix was run) an assertion whose cells are missing fails; a
+    partial run (some cells, schedulers or scenarios picked) leaves it not applicable."""
     listed = list(records)
-    return [assertion(listed, adapters) for assertion in ASSERTIONS]
+    verdicts = [assertion(listed, adapters) for assertion in ASSERTIONS]
+    if not complete:
+        return verdicts
+    return [replace(v, passed=False) if v.incomplete else v for v in verdicts]
 
 
 def required_cells(adapters: Sequence[Adapter]) -> list[Cell]:

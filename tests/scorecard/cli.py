@@ -229,7 +229,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "adapters": ", ".join(a.id for a in adapters),
         "machine": f"{os.cpu_count()} CPUs",
     }
-    verdicts = write(out, records, registry.adapters(), facts=facts)
+    partial = bool(args.cell or args.scheduler or args.scenario or args.variant)
+    verdicts = write(out, records, registry.adapters(), facts=facts, complete=not partial)
     print(text_table(records))
     print("(TopologyAffinityErrors/ran/submitted per cell)")
     for v in verdicts:

@@ -244,10 +244,12 @@ def write(
     adapters: Sequence[Adapter],
     *,
     facts: Mapping[str, str],
+    complete: bool = True,
     title: str = "NUMA scheduling scorecard",
 ) -> list[Verdict]:
-    """Judge ``records``; write ``out/scorecard.json`` and ``out/scorecard.html``."""
-    verdicts = judge(records, adapters)
+    """Judge ``records`` (``complete``: a whole matrix, so missing cells fail their
+    assertions); write ``out/scorecard.json`` and ``out/scorecard.html``."""
+    verdicts = judge(records, adapters, complete=complete)
     out.mkdir(parents=True, exist_ok=True)
     document = {
         "format": FORMAT,

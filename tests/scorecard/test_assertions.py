@@ -87,6 +87,22 @@ def test_an_assertion_fails_when_its_evidence_is_missing_or_wrong(
     assert verdict.passed is False, verdict
 
 
+def test_missing_cells_fail_a_whole_matrix_and_not_a_partial_run() -> None:
+    """A cell rerun (or --scheduler, --scenario) does not run what the assertions need:
+    they do not apply; a whole matrix that lacks them fails. A cell that ran and
+    contradicts an assertion fails either way."""
+    some = [CAUGHT[0], CAUGHT[3]]
+    partial = {v.id: v.passed for v in judge(some, ADAPTERS, complete=False)}
+    assert partial["numa-blind-caught"] is None and partial["seed-000-hole"] is None
+    assert partial["stale-nrt-caught"] is True
+    whole = {v.id: v.passed for v in judge(some, ADAPTERS)}
+    assert whole["numa-blind-caught"] is False and whole["seed-000-hole"] is False
+    wrong = [rec(BLIND, "a", "exporter-lag0", 0)]
+    assert {v.id: v.passed for v in judge(wrong, ADAPTERS, complete=False)}[
+        "numa-blind-caught"
+    ] is False
+
+
 def test_a_scheduler_that_is_not_registered_makes_its_assertion_not_applicable() -> None:
     verdicts = {v.id: v.passed for v in judge([], (RECONSTRUCTION,))}
     assert verdicts["numa-blind-caught"] is None and verdicts["seed-000-hole"] is None
