@@ -61,7 +61,7 @@ from tests.e2e.scenarios.model import (
 from tests.e2e.variants import Variant
 
 POLL_S = 0.25
-#: Events are listed every this many seconds while the driver needs them.
+#: The namespace's events are listed at most this often (every poll that is due).
 EVENTS_EVERY_S = 1.0
 #: Quiet period after which pods the scheduler never reported count as settled too.
 SILENT_S = 30.0
