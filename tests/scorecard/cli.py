@@ -46,15 +46,17 @@ def _parser() -> argparse.ArgumentParser:
         "--matrix",
         choices=("ci", "full"),
         default="ci",
-        help="ci: every adapter on every scenario in its default variant plus the cells the "
-        "assertions need; full: every variant, h at full length (default: ci)",
+        help="ci: every scheduler's default mode on every scenario in its default variant, "
+        "plus the cells the assertions need; full: every mode, every variant, h at full "
+        "length (default: ci)",
     )
     p.add_argument(
         "--scheduler",
         action="append",
         metavar="NAME",
-        help="adapter(s) to run: a scheduler's name (every mode), an adapter id, or all "
-        "(default: all); repeat or separate with commas",
+        help="adapter(s) to run: a scheduler's name (its default mode in the ci matrix, every "
+        "mode in the full one), an adapter id, or all (default: all); repeat or separate "
+        "with commas",
     )
     p.add_argument("--scenario", metavar="IDS", help="only these scenarios, e.g. a,g,h")
     p.add_argument("--variant", metavar="IDS", help="only these variants, e.g. no-exporter-lag0")
@@ -78,9 +80,11 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _adapters(names: Sequence[str] | None) -> tuple[Adapter, ...]:
+def _adapters(names: Sequence[str] | None, *, every_mode: bool) -> tuple[Adapter, ...]:
+    """The adapters ``--scheduler`` picks (default: all): a scheduler's every mode or its
+    default one; an adapter id picks that adapter."""
     wanted = [n.strip() for g in names or ["all"] for n in g.split(",") if n.strip()]
-    return registry.select(wanted, every_mode=True)
+    return registry.select(wanted, every_mode=every_mode)
 
 
 def _csv(text: str | None) -> list[str] | None:
@@ -92,7 +96,7 @@ def plan(args: argparse.Namespace) -> list[Cell]:
     every = registry.adapters()
     if args.cell:
         return [matrix.parse_cell(c, every, full_h=args.matrix == "full") for c in args.cell]
-    adapters = _adapters(args.scheduler)
+    adapters = _adapters(args.scheduler, every_mode=args.matrix == "full")
     scenario_ids = _csv(args.scenario) or list(SCENARIOS)
     unknown = [s for s in scenario_ids if s not in SCENARIOS]
     if unknown:
@@ -102,7 +106,9 @@ def plan(args: argparse.Namespace) -> list[Cell]:
     if args.matrix == "full":
         cells = matrix.full(adapters, scenarios)
     else:
-        required = [c for c in assertions.required_cells(adapters) if c.scenario.id in scenario_ids]
+        # What the assertions need of every mode of the schedulers picked (the stale mode's d).
+        modes = _adapters(args.scheduler, every_mode=True)
+        required = [c for c in assertions.required_cells(modes) if c.scenario.id in scenario_ids]
         cells = matrix.with_required(matrix.defaults(adapters, scenarios), required)
     return [c for c in cells if c.variant in variants]
 

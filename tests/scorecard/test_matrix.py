@@ -6,12 +6,14 @@ from dataclasses import replace
 
 import pytest
 
+from schedulers import registry
 from schedulers.reference import RECONSTRUCTION, STALE_NRT
 from tests.e2e.scenarios import SCENARIOS
 from tests.e2e.scenarios.churn import CI_SECONDS, FULL_SECONDS
 from tests.e2e.variants import VARIANTS
 from tests.scorecard import matrix
 from tests.scorecard.assertions import required_cells
+from tests.scorecard.cli import _parser, plan
 
 ADAPTERS = (RECONSTRUCTION, STALE_NRT)
 SCENARIO_LIST = list(SCENARIOS.values())
@@ -60,3 +62,18 @@ def test_a_cell_id_picks_the_cell() -> None:
 def test_a_bad_cell_id_names_what_is_wrong(text: str, complaint: str) -> None:
     with pytest.raises(ValueError, match=complaint):
         matrix.parse_cell(text, ADAPTERS)
+
+
+def test_the_ci_plan_is_every_schedulers_default_mode_plus_what_the_assertions_need() -> None:
+    """Against the registered adapters: the CI part runs each scheduler's default mode on
+    every scenario; of the other modes only the cells an assertion needs (the reference
+    scheduler's stale mode on d); the full matrix every mode."""
+    ci = plan(_parser().parse_args([]))
+    defaults_ = {a.id for a in registry.adapters() if a.default}
+    assert {c.scheduler.id for c in ci} == defaults_ | {"reference-stale-nrt"}
+    assert [c.id for c in ci if not c.scheduler.default] == ["reference-stale-nrt/d/exporter-lag5"]
+    assert len(ci) == len(defaults_) * 8 + 1 + sum(
+        1 for a in registry.adapters() if a.default and a.scheduler == "kai"
+    )
+    full = plan(_parser().parse_args(["--matrix", "full"]))
+    assert len(full) == len(registry.adapters()) * 8 * 4
