@@ -85,7 +85,7 @@ pytest: $(VENV)/.installed-dev
 # (schedulers/), with and without the exporter, at NRT lag 0 and 5 s +- 3 s, on the local
 # control plane, several cells at once; writes build/scorecard/scorecard.json and .html and
 # fails only when an assertion fails (findings never do). scorecard-ci is its CI part:
-# every adapter on every scenario in the scenario's default variant plus the cells the
+# every scheduler's default mode on every scenario in its default variant plus the cells the
 # assertions need. CELL=<adapter>/<scenario>/<variant> reruns one cell (into
 # build/scorecard/cells/); SCORECARD_ARGS adds options (e.g. --scheduler kai --jobs 2).
 SCORECARD = NUMA_TESTKIT_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" \
