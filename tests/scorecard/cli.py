@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -27,12 +28,15 @@ from tests.e2e.schedulers import SchedulerRun
 from tests.e2e.variants import VARIANTS, parse_variant
 from tests.scorecard import assertions, matrix
 from tests.scorecard.matrix import Cell
-from tests.scorecard.runner import Backend, run_cells, text_table, write
+from tests.scorecard.runner import Cluster, run_cells, text_table, write
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO / "build" / "scorecard"
 #: Cells at once on the local control plane: measured on 2 cores (docs/scorecard.md).
 DEFAULT_JOBS = 4
+#: Control planes of the full matrix: KAI's cells (one at a time per cluster) are its
+#: longest chain.
+DEFAULT_FULL_CLUSTERS = 3
 TARGETS = {"ci": "scorecard-ci", "full": "scorecard", "kind": "scorecard-kind"}
 
 
@@ -70,6 +74,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--jobs", type=int, default=DEFAULT_JOBS, help=f"cells at once (default {DEFAULT_JOBS})"
     )
+    p.add_argument(
+        "--clusters",
+        type=int,
+        default=None,
+        help="local control planes to spread the cells of a scheduler that acts on the whole "
+        "cluster over (KAI: one such cell per cluster at a time; default: "
+        f"{DEFAULT_FULL_CLUSTERS} for the full matrix, 1 for the ci one)",
+    )
     p.add_argument("--out", type=Path, help=f"output directory (default {DEFAULT_OUT})")
     p.add_argument(
         "--kind",
@@ -78,6 +90,14 @@ def _parser() -> argparse.ArgumentParser:
         "at a time)",
     )
     return p
+
+
+def _clusters(args: argparse.Namespace) -> int:
+    """Control planes to run on: ``--clusters``, else 3 for the full matrix (its chain of
+    KAI cells), 1 otherwise."""
+    if args.clusters is not None:
+        return int(args.clusters)
+    return DEFAULT_FULL_CLUSTERS if args.matrix == "full" else 1
 
 
 def _adapters(names: Sequence[str] | None, *, every_mode: bool) -> tuple[Adapter, ...]:
@@ -137,7 +157,7 @@ def _prepare(adapters: Sequence[Adapter], kubeconfig: Path) -> None:
 
 
 @contextlib.contextmanager
-def _control_plane() -> Iterator[tuple[KubeClient, Path, Backend]]:
+def _control_plane() -> Iterator[tuple[Cluster, Path]]:
     with ControlPlane(bin_dir=binaries_dir()) as cp:
         api = admin_client(cp)
         try:
@@ -155,11 +175,18 @@ def _control_plane() -> Iterator[tuple[KubeClient, Path, Backend]]:
                 controller_name=controller,
             )
 
-        yield kube, cp.kubeconfig, backend
+        yield Cluster(kube, backend), cp.kubeconfig
 
 
 @contextlib.contextmanager
-def _kind() -> Iterator[tuple[KubeClient, Path, Backend]]:
+def _control_planes(count: int) -> Iterator[list[tuple[Cluster, Path]]]:
+    """``count`` local control planes, started one after another."""
+    with contextlib.ExitStack() as stack:
+        yield [stack.enter_context(_control_plane()) for _ in range(count)]
+
+
+@contextlib.contextmanager
+def _kind() -> Iterator[list[tuple[Cluster, Path]]]:
     from tests.e2e.kind_deployment import KindDeployment
     from tests.e2e.kind_deployment import install_crds as kind_crds
     from tests.kind.cluster import _lib_value, kind_down, kind_up
@@ -185,38 +212,46 @@ def _kind() -> Iterator[tuple[KubeClient, Path, Backend]]:
                 image=image,
             )
 
-        yield kube, cluster.kubeconfig, backend
+        yield [(Cluster(kube, backend), cluster.kubeconfig)]
     finally:
         kind_down(progress=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # SIGTERM as Ctrl-C: the running cells' components and the control planes are stopped.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         cells = plan(args)
     except ValueError as exc:
         print(f"python -m tests.scorecard: {exc}", file=sys.stderr)
         return 2
-    if args.jobs < 1:
-        print("python -m tests.scorecard: --jobs must be at least 1", file=sys.stderr)
+    if args.jobs < 1 or (args.clusters is not None and not 1 <= args.clusters <= 8):
+        print(
+            "python -m tests.scorecard: --jobs must be at least 1, --clusters 1 to 8",
+            file=sys.stderr,
+        )
         return 2
     target = TARGETS["kind" if args.kind else args.matrix]
     out = args.out or (DEFAULT_OUT / "cells" if args.cell else DEFAULT_OUT)
     jobs = 1 if args.kind else args.jobs
     adapters = list({c.scheduler.id: c.scheduler for c in cells}.values())
+    # Extra control planes only serve schedulers that act on the whole cluster.
+    wide = any(a.one_per_cluster for a in adapters)
+    clusters = 1 if args.kind or not wide else _clusters(args)
+    where = "Kind" if args.kind else f"{clusters} local control plane(s)"
     print(
-        f"== scorecard: {len(cells)} cells ({args.matrix}), {jobs} at a time, "
-        f"{'Kind' if args.kind else 'local control plane'}",
+        f"== scorecard: {len(cells)} cells ({args.matrix}), {jobs} at a time, {where}",
         file=sys.stderr,
     )
     start = time.monotonic()
     try:
-        with _kind() if args.kind else _control_plane() as (kube, kubeconfig, backend):
-            _prepare(adapters, kubeconfig)
+        with _kind() if args.kind else _control_planes(clusters) as started:
+            for _, kubeconfig in started:
+                _prepare(adapters, kubeconfig)
             records = run_cells(
                 cells,
-                kube=kube,
-                backend=backend,
+                clusters=[cluster for cluster, _ in started],
                 rerun=lambda c: f"make {target} CELL={c.id}",
                 jobs=jobs,
                 progress=sys.stderr,
@@ -227,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     wall = time.monotonic() - start
     facts = {
         "matrix": args.matrix + (" (cells given)" if args.cell else ""),
-        "backend": "Kind, components in-cluster" if args.kind else "local control plane",
+        "backend": "Kind, components in-cluster" if args.kind else where,
         "cells": str(len(cells)),
         "at once": str(jobs),
         "wall time": f"{wall / 60:.1f} min",

@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -83,15 +83,25 @@ def _namespace(kube: KubeClient, *, timeout: float = 60.0) -> Iterator[str]:
             kube.delete(path("api", "v1", "namespaces", name))
 
 
-def run_cell(cell: Cell, *, kube: KubeClient, backend: Backend, rerun: Rerun) -> dict[str, Any]:
-    """One cell, from its deployment's start to its record."""
+def run_cell(
+    cell: Cell,
+    *,
+    kube: KubeClient,
+    backend: Backend,
+    rerun: Rerun,
+    live: dict[int, Deployment] | None = None,
+) -> dict[str, Any]:
+    """One cell, from its deployment's start to its record; the deployment is in ``live``
+    while it runs (so an interrupted run can stop it)."""
     command = rerun(cell)
     deployment: Deployment | None = None
+    live = live if live is not None else {}
     try:
         with _namespace(kube) as namespace:
             deployment = backend(
                 topology_for(cell.scenario, cell.variant), cell.scheduler, unique("sc")
             )
+            live[id(deployment)] = deployment
             try:
                 deployment.start()
                 outcome = drive(
@@ -103,6 +113,7 @@ def run_cell(cell: Cell, *, kube: KubeClient, backend: Backend, rerun: Rerun) ->
                     cell, outcome, command=command, nodes=nodes, manifests=outcome.manifests
                 )
             finally:
+                live.pop(id(deployment), None)
                 with contextlib.suppress(Exception):
                     deployment.stop()
     except Exception as exc:  # the harness failed in this cell: recorded, others go on
@@ -121,14 +132,23 @@ def exclusion(cell: Cell) -> str | None:
     return None
 
 
-def dispatch_order(cells: Sequence[Cell]) -> list[int]:
+@dataclass(frozen=True)
+class Cluster:
+    """Where cells run: an admin client of the API server and how deployments are made
+    there."""
+
+    kube: KubeClient
+    backend: Backend
+
+
+def dispatch_order(cells: Sequence[Cell], *, clusters: int = 1) -> list[int]:
     """The order cells are started in: the cells of exclusion groups first, the group with
-    the most expected seconds first (they run one after another: the longest chain), then
-    the others, each the longest first."""
+    the longest chain first (its cells run one after another on each of ``clusters``),
+    then the others, each the longest first."""
     chain: dict[str | None, float] = {}
     for cell in cells:
         group = exclusion(cell)
-        chain[group] = chain.get(group, 0.0) + _expected_seconds(cell)
+        chain[group] = chain.get(group, 0.0) + _expected_seconds(cell) / max(1, clusters)
 
     def key(i: int) -> tuple[int, float, float]:
         group = exclusion(cells[i])
@@ -140,44 +160,58 @@ def dispatch_order(cells: Sequence[Cell]) -> list[int]:
 def run_cells(
     cells: Sequence[Cell],
     *,
-    kube: KubeClient,
-    backend: Backend,
+    clusters: Sequence[Cluster],
     rerun: Rerun,
     jobs: int,
     progress: TextIO | None = None,
 ) -> list[dict[str, Any]]:
-    """Every cell, ``jobs`` at a time, never two of one exclusion group at once; the
+    """Every cell, ``jobs`` at a time over ``clusters``, never two of one exclusion group at
+    once on one cluster (a cell without a group goes to the least busy cluster); the
     records in the cells' order."""
-    pending = dispatch_order(cells)
-    busy: set[str] = set()
+    if not clusters:
+        raise ValueError("run_cells needs at least one cluster")
+    pending = dispatch_order(cells, clusters=len(clusters))
+    busy: set[tuple[int, str]] = set()
+    running = [0] * len(clusters)
     results: dict[int, dict[str, Any]] = {}
     cond = threading.Condition()
     start = time.monotonic()
+    live: dict[int, Deployment] = {}
 
-    def take() -> int | None:
-        """The next cell that may start now (waits while every pending one is blocked by
-        its group); None when nothing is left."""
+    def place(i: int) -> int | None:
+        """The cluster cell ``i`` may start on now, if any."""
+        group = exclusion(cells[i])
+        free = [c for c in range(len(clusters)) if group is None or (c, group) not in busy]
+        return min(free, key=lambda c: running[c]) if free else None
+
+    def take() -> tuple[int, int] | None:
+        """The next cell that may start now and its cluster (waits while every pending one
+        is blocked by its group); None when nothing is left."""
         with cond:
             while pending:
                 for i in pending:
-                    group = exclusion(cells[i])
-                    if group is None or group not in busy:
+                    where = place(i)
+                    if where is not None:
                         pending.remove(i)
+                        group = exclusion(cells[i])
                         if group is not None:
-                            busy.add(group)
-                        return i
+                            busy.add((where, group))
+                        running[where] += 1
+                        return i, where
                 cond.wait()
             return None
 
     def worker() -> None:
-        while (i := take()) is not None:
-            cell = cells[i]
-            rec = run_cell(cell, kube=kube, backend=backend, rerun=rerun)
+        while (taken := take()) is not None:
+            i, where = taken
+            cell, cluster = cells[i], clusters[where]
+            rec = run_cell(cell, kube=cluster.kube, backend=cluster.backend, rerun=rerun, live=live)
             with cond:
                 results[i] = rec
                 group = exclusion(cell)
                 if group is not None:
-                    busy.discard(group)
+                    busy.discard((where, group))
+                running[where] -= 1
                 cond.notify_all()
                 if progress is not None:
                     print(
@@ -193,8 +227,16 @@ def run_cells(
     ]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        thread.join()
+    try:
+        for thread in threads:
+            thread.join()
+    except BaseException:  # interrupted (SIGINT, SIGTERM): leave no component running
+        with cond:
+            pending.clear()
+        for deployment in list(live.values()):
+            with contextlib.suppress(Exception):
+                deployment.stop()
+        raise
     return [results[i] for i in range(len(cells))]
 
 

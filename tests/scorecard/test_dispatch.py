@@ -60,9 +60,37 @@ def test_a_group_never_runs_two_cells_at_once_and_the_others_fill_the_slots(
     monkeypatch.setattr(runner, "run_cell", fake_run_cell)
     cells = defaults([RECONSTRUCTION, STALE_NRT, WIDE_A, WIDE_B], list(SCENARIOS.values()))
     unused: Any = None  # the fake run_cell talks to no cluster
-    records = runner.run_cells(cells, kube=unused, backend=unused, rerun=lambda c: "", jobs=4)
+    one = [runner.Cluster(kube=unused, backend=unused)]
+    records = runner.run_cells(cells, clusters=one, rerun=lambda c: "", jobs=4)
     assert [(r["scheduler"], r["scenario"]) for r in records] == [
         (c.scheduler.id, c.scenario.id) for c in cells
     ]
     assert most["scheduler wide"] == 1
     assert most["all"] == 4
+
+
+def test_with_two_clusters_a_group_runs_once_on_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One KAI-like cell per cluster at a time: two clusters halve its chain."""
+    seen: list[tuple[str, int]] = []
+    live: dict[int, int] = {}
+    most: dict[int, int] = {}
+    lock = threading.Lock()
+
+    def fake_run_cell(cell: Cell, *, kube: Any, **_: Any) -> dict[str, Any]:
+        with lock:
+            live[kube] = live.get(kube, 0) + 1
+            most[kube] = max(most.get(kube, 0), live[kube])
+            seen.append((cell.id, kube))
+        time.sleep(0.02)
+        with lock:
+            live[kube] -= 1
+        return {"scheduler": cell.scheduler.id}
+
+    monkeypatch.setattr(runner, "run_cell", fake_run_cell)
+    cells = defaults([WIDE_A, WIDE_B], list(SCENARIOS.values()))
+    unused: Any = None
+    kubes: list[Any] = [0, 1]  # the fake run_cell tells the clusters apart by their client
+    two = [runner.Cluster(kube=k, backend=unused) for k in kubes]
+    runner.run_cells(cells, clusters=two, rerun=lambda c: "", jobs=4)
+    assert most == {0: 1, 1: 1}
+    assert len(seen) == 16

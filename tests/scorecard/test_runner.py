@@ -19,7 +19,7 @@ from tests.e2e.deployment import Deployment, ProcessDeployment, Topology
 from tests.e2e.scenarios import SCENARIOS
 from tests.e2e.variants import LAG_NONE, Variant
 from tests.scorecard.matrix import Cell
-from tests.scorecard.runner import run_cells, write
+from tests.scorecard.runner import Cluster, run_cells, write
 
 pytestmark = pytest.mark.controlplane
 
@@ -52,7 +52,7 @@ def test_cells_run_at_once_and_a_broken_one_does_not_stop_the_others(
     ]
     progress = io.StringIO()
     records = run_cells(
-        cells, kube=kube, backend=backend, rerun=lambda c: f"rerun {c.id}", jobs=3,
+        cells, clusters=[Cluster(kube, backend)], rerun=lambda c: f"rerun {c.id}", jobs=3,
         progress=progress,
     )  # fmt: skip
     b, c, broken = records
