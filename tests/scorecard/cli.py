@@ -259,6 +259,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BuildError as exc:
         print(f"python -m tests.scorecard: building a scheduler: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("python -m tests.scorecard: interrupted; the running cells stopped", file=sys.stderr)
+        return 130
     wall = time.monotonic() - start
     facts = {
         "matrix": args.matrix + (" (cells given)" if args.cell else ""),
