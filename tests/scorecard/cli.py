@@ -237,8 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     jobs = 1 if args.kind else args.jobs
     adapters = list({c.scheduler.id: c.scheduler for c in cells}.values())
     # Extra control planes only serve schedulers that act on the whole cluster.
-    wide = any(a.one_per_cluster for a in adapters)
-    clusters = 1 if args.kind or not wide else _clusters(args)
+    wide = sum(1 for c in cells if c.scheduler.one_per_cluster)
+    clusters = 1 if args.kind or not wide else min(_clusters(args), wide)
     where = "Kind" if args.kind else f"{clusters} local control plane(s)"
     print(
         f"== scorecard: {len(cells)} cells ({args.matrix}), {jobs} at a time, {where}",
