@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from exporter.kubeclient import KubeClient
-from exporter.kubeconfig import from_kubeconfig
+from exporter.kubesettings import from_kubeconfig
 from schedulers import registry
 from schedulers.adapter import Adapter
 from schedulers.building import BuildError, binaries
