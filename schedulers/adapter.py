@@ -127,6 +127,10 @@ class Adapter:
     #: the same time never share a scheduler.
     scheduler_name: str
     fixed_name: bool = False
+    #: A component acts on the whole cluster, not only on the deployment's pods and nodes
+    #: (KAI's binder reconciles every BindRequest): two deployments of this scheduler, in
+    #: any of its modes, never run at once (the scorecard runs them one after another).
+    one_per_cluster: bool = False
     #: The processes that make up the scheduler, started in this order.
     components: tuple[Component, ...]
     #: Files written into ``{workdir}`` before the components start: name -> template text,

@@ -72,6 +72,10 @@ RECONSTRUCTION = Adapter(
         "fakenrt.io/controller": "{node_selector_value}",
     },
     predicts_placement=True,
+    # Its binder reconciles every BindRequest in the cluster, whatever the scheduler name:
+    # a second deployment's binder would race this one's (pkg/binder/controllers/
+    # bindrequest_controller.go watches them all; only the pod controller filters).
+    one_per_cluster=True,
     # "node cannot NUMA-align the pod's resources under its Topology Manager policy", as
     # an Unschedulable event (and the PodScheduled condition).
     unschedulable=Unschedulable(),

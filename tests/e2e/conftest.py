@@ -23,11 +23,15 @@ from schedulers.building import BuildError, binaries
 from tests.controller.conftest import admin_kube
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.helpers import ensure_namespace
+from tests.e2e.claims import broken_claims
 from tests.e2e.cluster import unique
 from tests.e2e.deployment import Deployment, ProcessDeployment, Topology
-from tests.e2e.findings import Findings
+from tests.e2e.driver import drive, topology_for
+from tests.e2e.findings import report
 from tests.e2e.kind_deployment import KindDeployment, install_crds
+from tests.e2e.outcome import Outcome, harness_problems
 from tests.e2e.realnode_deployment import RealKubeletDeployment, RealNodeCluster
+from tests.e2e.scenarios.model import Scenario
 from tests.e2e.schedulers import chosen
 from tests.kind.cluster import KindCluster, _lib_value
 
@@ -230,25 +234,6 @@ def pytest_runtest_makereport(
 
 
 @pytest.fixture
-def findings(
-    kube: KubeClient, namespace: str, capsys: pytest.CaptureFixture[str]
-) -> Callable[[Deployment, str], Findings]:
-    """``findings(deployment, scenario)``: the scenario's :class:`Findings` (its line is
-    printed to the terminal)."""
-
-    def emit(line: str) -> None:
-        with capsys.disabled():
-            print(f"\n{line}")
-
-    def make(deployment: Deployment, scenario: str) -> Findings:
-        return Findings(
-            scenario=scenario, deployment=deployment, kube=kube, namespace=namespace, emit=emit
-        )
-
-    return make
-
-
-@pytest.fixture
 def deploy(
     request: pytest.FixtureRequest,
     kube: KubeClient,
@@ -282,3 +267,32 @@ def deploy(
     )
     for deployment in reversed(started):
         deployment.stop()
+
+
+@pytest.fixture
+def run_scenario(
+    deploy: DeployFn,
+    kube: KubeClient,
+    namespace: str,
+    scheduler: Adapter,
+    capsys: pytest.CaptureFixture[str],
+) -> Callable[[Scenario], Outcome]:
+    """``run_scenario(scenario)``: deploy it in its default variant with the scheduler under
+    test, drive it (tests/e2e/driver.py), print its line and findings (and record it,
+    tests/e2e/findings.py), then assert the harness's invariants and the claims the
+    scheduler's adapter makes (tests/e2e/claims.py). Returns the outcome for the test's own
+    assertions."""
+
+    def run(scenario: Scenario) -> Outcome:
+        d = deploy(topology_for(scenario, scenario.default_variant))
+        outcome = drive(scenario, d, kube=kube, namespace=namespace)
+        text = report(scheduler, scenario, outcome)
+        with capsys.disabled():
+            print(f"\n{text}")
+        problems = harness_problems(outcome)
+        assert problems == [], "the harness failed:\n" + "\n".join(problems)
+        broken = broken_claims(scheduler, scenario, outcome)
+        assert broken == [], f"{scheduler.id} breaks its claims:\n" + "\n".join(broken)
+        return outcome
+
+    return run

@@ -108,6 +108,8 @@ class Deployment(Protocol):
     #: Value of the ``fakenrt.io/controller`` label on this deployment's nodes.
     controller_name: str
     scheduler: Adapter
+    #: The topology's nodes once started, named as the Nodes that run them (on real
+    #: kubelets the Kind workers' names), in the topology's order.
     profiles: tuple[NodeProfile, ...]
 
     @property
@@ -123,6 +125,10 @@ class Deployment(Protocol):
 
     def kill_controller(self) -> None:
         """SIGKILL the controller (no cleanup, as a crash or OOM kill)."""
+
+    def check_alive(self) -> None:
+        """Raise AssertionError, with the components' logs, when a component that should
+        run has exited (a killed controller until its restart is expected down)."""
 
     def restart_controller(self) -> None:
         """Start the controller again after :meth:`kill_controller`."""
@@ -159,6 +165,7 @@ class ProcessDeployment:
     _controller: Process | None = None
     _others: list[Process] = field(default_factory=list)
     _scheduler: SchedulerRun | None = None
+    _controller_killed: bool = False
 
     @property
     def run(self) -> SchedulerRun:
@@ -224,7 +231,7 @@ class ProcessDeployment:
             exporter.start(env)
             self._others.append(exporter)
         self.run.start()
-        self._check_alive()
+        self.check_alive()
 
     def _exporter_argv(self, node: str) -> list[str]:
         where = [
@@ -248,7 +255,7 @@ class ProcessDeployment:
         deadline = time.monotonic() + self.ready_timeout_s
         missing: list[str] = [p.name for p in self.profiles]
         while time.monotonic() < deadline:
-            self._check_alive()
+            self.check_alive()
             try:
                 missing = [p.name for p in self.profiles if not self._node_ready(p.name)]
             except Transient:  # e.g. 429 while a just-installed CRD's storage initializes
@@ -277,8 +284,9 @@ class ProcessDeployment:
         conditions = (nodes[0].get("status") or {}).get("conditions") or [] if nodes else []
         return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
-    def _check_alive(self) -> None:
-        for proc in [self._controller, *self._others]:
+    def check_alive(self) -> None:
+        controller = [] if self._controller_killed else [self._controller]
+        for proc in [*controller, *self._others]:
             if proc is not None and proc.exited():
                 raise AssertionError(f"{proc.name} exited\n{self.diagnostics()}")
         if self._scheduler is not None:
@@ -286,11 +294,13 @@ class ProcessDeployment:
 
     def kill_controller(self) -> None:
         assert self._controller is not None and self._controller.alive()
+        self._controller_killed = True
         self._controller.kill()
 
     def restart_controller(self) -> None:
         assert self._controller is not None and not self._controller.alive()
         self._controller.start(self._env())
+        self._controller_killed = False
         self._wait_nodes()
 
     def stop(self) -> None:

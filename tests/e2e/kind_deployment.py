@@ -39,7 +39,13 @@ from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile, load_profiles
 from schedulers.adapter import Adapter
 from tests.e2e.allocations import Allocations, recorded_allocations
-from tests.e2e.deployment import NUMA_EXPORTER, REPO, Topology, Workload, simulated_workload
+from tests.e2e.deployment import (
+    NUMA_EXPORTER,
+    REPO,
+    Topology,
+    Workload,
+    simulated_workload,
+)
 from tests.e2e.schedulers import CONTROLLER_LABEL, FAKENRT, PodScheduling, SchedulerRun
 from tests.kind.cluster import KindCluster, KindError
 
@@ -126,7 +132,9 @@ def write_overlay(
             "files": ["profile.yaml"],
         }
     ]
-    resources = [os.path.relpath(KIND_HARNESS, directory), "exporters.yaml"]
+    resources = [os.path.relpath(KIND_HARNESS, directory)]
+    if topology.exporters:  # without: none at all (the base's deleted above)
+        resources.append("exporters.yaml")
     if scheduler.in_cluster_args is not None:
         (directory / "scheduler-args.yaml").write_text(scheduler.in_cluster_args)
         config_maps.append(
@@ -230,12 +238,18 @@ class KindDeployment:
     def pod_scheduling(self) -> PodScheduling:
         return self.run.pod_scheduling
 
+    def check_alive(self) -> None:
+        """The in-cluster components restart on their own; a scheduler run as local
+        processes must still run."""
+        if self._run is not None and self.scheduler.in_cluster_args is None:
+            self._run.check_alive()
+
     def start(self) -> None:
         self.topology = self.topology.for_scheduler(self.scheduler)
-        if self.topology.exporter != NUMA_EXPORTER or not self.topology.exporters:
+        if self.topology.exporter != NUMA_EXPORTER:
             raise AssertionError(
-                f"exporter {self.topology.exporter!r} (exporters={self.topology.exporters}): "
-                "only the local-process backend runs another exporter or none"
+                f"exporter {self.topology.exporter!r}: only the local-process backend runs "
+                "another exporter (in-cluster, the production exporter runs, or none)"
             )
         self.profiles = self.topology.profiles()
         try:

@@ -345,6 +345,12 @@ class RealKubeletDeployment:
     def pod_scheduling(self) -> PodScheduling:
         return self.run.pod_scheduling
 
+    def check_alive(self) -> None:
+        """The in-cluster components restart on their own; a scheduler run as local
+        processes must still run."""
+        if self._run is not None and self.scheduler.in_cluster_args is None:
+            self._run.check_alive()
+
     # --- the scenario's nodes ---------------------------------------------------------
 
     @property

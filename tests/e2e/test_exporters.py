@@ -17,16 +17,10 @@ from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
 from exporter.kubeclient import KubeClient
 from schedulers.kai import BUILD as KAI_BUILD
 from schedulers.reference import RECONSTRUCTION
-from tests.e2e.cluster import (
-    annotations_of,
-    create,
-    observation_mismatches,
-    phase,
-    pods,
-    wait_for,
-    workload_pod,
-)
+from tests.e2e.cluster import create, pods, wait_for, workload_pod
 from tests.e2e.deployment import KAI_EXPORTER, NUMA_EXPORTER, Deployment, Topology
+from tests.e2e.invariants import observation_mismatches
+from tests.e2e.outcome import annotations_of, phase
 from tests.e2e.topologies import two_zone_node
 
 pytestmark = pytest.mark.controlplane

@@ -113,3 +113,10 @@ def test_another_project_image_tag_is_the_one_the_pods_run(tmp_path: Path) -> No
         for c in d["spec"]["template"]["spec"]["containers"]
     }
     assert images == {mine}
+
+
+def test_without_exporters_no_exporter_is_deployed(tmp_path: Path) -> None:
+    nodes = (two_zone_node(policy="restricted"),)
+    topology = Topology(nodes=nodes, exporters=False)
+    deployments = _deployments(_render(tmp_path, topology, RECONSTRUCTION))
+    assert sorted(deployments) == sorted([CONTROLLER, SCHEDULER])
