@@ -30,7 +30,7 @@ from fakenrt.controller.endpoints import socket_path, sysfs_root
 from fakenrt.controller.pods import RUN_DURATION_ANNOTATION
 from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile, parse_profiles
-from schedulers.adapter import Adapter
+from schedulers.adapter import Adapter, node_label
 from schedulers.building import binaries
 from schedulers.kai import BUILD as KAI_BUILD
 from tests.e2e.allocations import Allocations, recorded_allocations
@@ -68,13 +68,35 @@ class Topology:
     def profiles(self) -> tuple[NodeProfile, ...]:
         return parse_profiles({"nodes": [dict(n) for n in self.nodes]}, source="e2e topology")
 
+    @property
+    def topology_policy(self) -> str:
+        """The Topology Manager policy of the first node (``{topology_policy}``)."""
+        kubelet = (self.nodes[0].get("kubelet") or {}) if self.nodes else {}
+        return str(kubelet.get("topologyManagerPolicy", "none"))
+
     def for_scheduler(self, scheduler: Adapter) -> Topology:
-        """The topology with what ``scheduler`` expects of NRT on every node (its ``nrt``
-        keys; a node's own keys win)."""
-        if not scheduler.nrt:
+        """The topology with what ``scheduler`` expects of the nodes: its ``nrt`` keys and
+        its ``node_labels`` (each node's own policy filled in) on every node; a node's own
+        keys and labels win."""
+        if not scheduler.nrt and not scheduler.node_labels:
             return self
-        nodes = tuple({**n, "nrt": {**scheduler.nrt, **(n.get("nrt") or {})}} for n in self.nodes)
+        nodes = tuple(self._adapted(n, scheduler) for n in self.nodes)
         return replace(self, nodes=nodes)
+
+    @staticmethod
+    def _adapted(node: Mapping[str, Any], scheduler: Adapter) -> dict[str, Any]:
+        policy = str((node.get("kubelet") or {}).get("topologyManagerPolicy", "none"))
+        expanded = {
+            key: node_label(value, policy, where=f"{scheduler.id} node label {key}")
+            for key, value in scheduler.node_labels.items()
+        }
+        labels = {k: v for k, v in expanded.items() if v}  # nothing to say: no label
+        adapted = dict(node)
+        if scheduler.nrt:
+            adapted["nrt"] = {**scheduler.nrt, **(node.get("nrt") or {})}
+        if labels:
+            adapted["labels"] = {**labels, **(node.get("labels") or {})}
+        return adapted
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,6 +186,7 @@ class ProcessDeployment:
                 kubeconfig=self.kubeconfig,
                 controller_name=self.controller_name,
                 workdir=self.workdir / "scheduler",
+                topology_policy=self.topology.topology_policy,
             )
         return self._scheduler
 
@@ -188,6 +211,9 @@ class ProcessDeployment:
             raise
 
     def _start(self) -> None:
+        # What the scheduler needs installed comes first: its CRDs may be those of objects
+        # the controller publishes for it (Volcano's Numatopology).
+        self.run.install()
         profile_file = self.workdir / "profiles.yaml"
         profile_file.write_text(yaml.safe_dump({"nodes": [dict(n) for n in self.topology.nodes]}))
         self._controller = Process(

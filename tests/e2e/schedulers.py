@@ -278,6 +278,8 @@ class SchedulerRun:
     processes: list[Process] = field(default_factory=list)
     #: The deployment's own objects (``Adapter.objects``), created by :meth:`start`.
     objects: list[dict[str, Any]] = field(default_factory=list)
+    #: The Topology Manager policy of the deployment's nodes (``{topology_policy}``).
+    topology_policy: str = ""
     _ports: dict[str, int] = field(default_factory=dict)
     _values: Placeholders | None = None
 
@@ -293,6 +295,7 @@ class SchedulerRun:
                 bin=binaries(self.adapter.build) if self.adapter.build else None,
                 here=self.adapter.here,
                 port=self._port,
+                topology_policy=self.topology_policy,
             )
         return self._values
 
@@ -330,6 +333,7 @@ class SchedulerRun:
         self.workdir.mkdir(parents=True, exist_ok=True)
         for name in self.adapter.files:
             text = expand(self.adapter.file_text(name), values, where=f"file {name}")
+            (self.workdir / name).parent.mkdir(parents=True, exist_ok=True)
             (self.workdir / name).write_text(text)
         for component in self.adapter.components:
             where = f"{self.adapter.id} {component.name}"
