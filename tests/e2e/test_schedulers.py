@@ -7,8 +7,12 @@ from pathlib import Path
 import pytest
 
 from schedulers.adapter import Claim, Placeholders, argv
+from schedulers.koordinator import NODE_LABEL, NUMA_POLICY_LABEL
 from schedulers.reference import RECONSTRUCTION, STALE_NRT
+from schedulers.volcano import VOLCANO
+from tests.e2e.deployment import Topology
 from tests.e2e.schedulers import from_options
+from tests.e2e.topologies import two_zone_node
 
 
 def test_the_ad_hoc_scheduler_keeps_its_name_and_fills_placeholders() -> None:
@@ -78,3 +82,36 @@ def test_a_placeholder_path_with_spaces_stays_one_argument() -> None:
     spaced = replace(values, kubeconfig=Path("/a b/kc"))
     (words,) = (argv(c.command, spaced, where="t") for c in RECONSTRUCTION.components)
     assert words[words.index("--kubeconfig") + 1] == "/a b/kc"
+
+
+def test_the_topology_policy_placeholder_is_the_first_nodes_policy() -> None:
+    nodes = (two_zone_node(policy="restricted"), two_zone_node(policy="single-numa-node"))
+    assert Topology(nodes=nodes).topology_policy == "restricted"
+    plain = {
+        "name": "n",
+        "shape": {"numaNodes": 1, "coresPerNumaNode": 1, "memoryPerNumaNode": "1Gi"},
+    }
+    assert Topology(nodes=(plain,)).topology_policy == "none"  # the kubelet's default
+
+
+def test_a_scheduler_reading_volcanos_objects_gets_nodes_that_publish_them() -> None:
+    node = two_zone_node(policy="single-numa-node", nrt={"delay": "2s"})
+    (adapted,) = Topology(nodes=(node,)).for_scheduler(VOLCANO).nodes
+    assert adapted["nrt"] == {"volcano": True, "delay": "2s"}
+    (profile,) = Topology(nodes=(adapted,)).profiles()
+    assert profile.nrt_volcano is True and profile.nrt_delay == 2.0
+
+
+def test_koordinators_node_label_mode_labels_each_node_with_its_own_policy() -> None:
+    nodes = (
+        two_zone_node(policy="single-numa-node"),
+        two_zone_node(policy="restricted"),
+        {**two_zone_node(policy="none"), "labels": {"example.com/keep": "x"}},
+    )
+    adapted = Topology(nodes=nodes).for_scheduler(NODE_LABEL).nodes
+    assert [n.get("labels") for n in adapted] == [
+        {NUMA_POLICY_LABEL: "SingleNUMANode"},
+        {NUMA_POLICY_LABEL: "Restricted"},
+        {"example.com/keep": "x"},  # None has no label; a node's own labels stay
+    ]
+    assert all(n["nrt"] == {"koordlet": True} for n in adapted)

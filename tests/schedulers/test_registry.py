@@ -35,3 +35,22 @@ def test_all_picks_every_scheduler_once() -> None:
 def test_an_unknown_name_lists_the_known_ones() -> None:
     with pytest.raises(ValueError, match=r"unknown scheduler 'nope'; known: all, .*reference"):
         registry.select(["nope"], every_mode=False)
+
+
+@pytest.mark.parametrize(
+    ("name", "reads"),
+    [("volcano", {"volcano": True}), ("koordinator", {"koordlet": True})],
+)
+def test_schedulers_reading_other_agents_objects_have_their_nodes_publish_them(
+    name: str, reads: dict[str, bool]
+) -> None:
+    for adapter in registry.select([name], every_mode=True):
+        assert dict(adapter.nrt) == reads
+        assert adapter.build is not None and adapter.install  # CRDs, from their source
+
+
+def test_koordinators_modes() -> None:
+    ids = [a.id for a in registry.select(["koordinator"], every_mode=True)]
+    assert ids == ["koordinator-koordlet", "koordinator-node-label"]
+    (default,) = registry.select(["koordinator"], every_mode=False)
+    assert default.id == "koordinator-koordlet" and not default.node_labels
