@@ -12,7 +12,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck imports kind-check pytest kind-test image kind-up kind-down controlplane protos bench clean kubectl promtool rules
+.PHONY: demo test lint typecheck imports kind-check pytest kind-test image kind-up kind-down controlplane protos bench clean kubectl promtool rules schedulers
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required (set PYTHON=...)")'
@@ -37,6 +37,12 @@ demo: $(VENV)/.installed-runtime
 
 controlplane:
 	@tests/controlplane/build.sh >/dev/null
+
+# The binaries of every scheduler adapter (schedulers/, docs/schedulers/README.md): KAI,
+# scheduler-plugins, the control plane's kube-scheduler. Cached by source under
+# ~/.cache/numa-testkit (cold: several minutes each; warm: instant).
+schedulers: $(VENV)/.installed-dev
+	$(BIN)/python -m schedulers.building
 
 # kubectl at the control plane's pinned version (manifest tests; after controlplane, so
 # the Go caches are warm), and promtool + prometheus (Debian's package; apt-get if missing).
@@ -88,12 +94,19 @@ kind-test: $(VENV)/.installed-dev
 	@echo "== kind: real kubelets v1.36.3 on fake NUMA topologies (one cluster): the e2e scenarios a-f (docs/e2e.md), then the oracle - 13 fixed + 50 seeded random scenarios (docs/real-kubelet.md), then fakenrt nrt publish on 3 of them (docs/nrt.md)"
 	$(BIN)/pytest --kind --real-kubelet -m 'kind or controlplane' tests/e2e tests/realnode tests/nrtpub/test_real_kubelet.py
 
+# The schedulers' Go builds (cold: KAI about 9 minutes, scheduler-plugins 3) run in the
+# background, niced, beside the gates and the Python tests; the last step waits for them
+# (each build script holds a lock while it builds) or builds what they could not.
 test: $(VENV)/.installed-dev
 	tests/controlplane/build.sh >/dev/null
+	@mkdir -p build
+	@echo "== schedulers: building the adapters' binaries in the background (build/schedulers-build.log)"
+	nice -n 10 $(BIN)/python -m schedulers.building >build/schedulers-build.log 2>&1 &
 	tests/controlplane/build-kubectl.sh >/dev/null
 	tests/prometheus/install.sh >/dev/null
 	tests/setup/chromium.sh >/dev/null
 	$(MAKE) --no-print-directory lint typecheck imports rules kind-check pytest kind-test
+	$(BIN)/python -m schedulers.building >/dev/null
 
 image: $(VENV)/.installed-runtime
 	kind/image.sh $(BIN)/python

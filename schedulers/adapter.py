@@ -168,12 +168,20 @@ class Adapter:
     #: Profile ``nrt:`` keys (docs/profiles.md) every fake node gets, to match what the
     #: scheduler expects of NRT (e.g. ``fingerprintTerminatedPods: true``).
     nrt: Mapping[str, object] = field(default_factory=dict)
+    #: ``fakenrt controller`` options the scheduler needs of the simulated kubelets (e.g.
+    #: another topology object they should publish besides NRT v1alpha2, for a scheduler
+    #: that reads its own; docs/controller.md), added after the scenario's.
+    controller_args: tuple[str, ...] = ()
     #: Whether it writes ``kai.scheduler/numa-placement-predicted`` on the pods it binds.
     predicts_placement: bool = False
     #: How it reports a pod it cannot place.
     unschedulable: Unschedulable = field(default_factory=Unschedulable)
     #: The properties the scenarios assert for it; the others are findings.
     claims: frozenset[Claim] = frozenset()
+    #: How long nothing may change - no pod bound, started or finished - before a
+    #: scenario takes its outcome as final: at least the time the scheduler takes to try
+    #: again a pod it reported unschedulable (its backoff, its view's resync).
+    quiet_s: float = 15.0
     #: A mode known to trust NRT however old: scenario d asserts that the harness catches
     #: it (TopologyAffinityErrors > 0).
     trusts_stale_nrt: bool = False

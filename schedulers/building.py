@@ -31,14 +31,17 @@ def binaries(build: Build, *, progress: TextIO | None = None) -> Path:
     script = build.script if build.script.is_absolute() else REPO / build.script
     if script in _built:
         return _built[script]
+    out = progress or sys.stderr
+    try:
+        out.fileno()
+        stderr: TextIO | int = out
+    except (OSError, ValueError, AttributeError):  # a capture without a descriptor
+        stderr = subprocess.PIPE
     proc = subprocess.run(
-        [str(script)],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=progress or sys.stderr,
-        text=True,
-        check=False,
+        [str(script)], cwd=REPO, stdout=subprocess.PIPE, stderr=stderr, text=True, check=False
     )
+    if stderr == subprocess.PIPE and proc.stderr:
+        out.write(proc.stderr)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
         raise BuildError(f"{script} failed (exit {proc.returncode}, building {build.summary})")
@@ -47,3 +50,23 @@ def binaries(build: Build, *, progress: TextIO | None = None) -> Path:
         raise BuildError(f"{script} printed {found}, which is not a directory")
     _built[script] = found
     return found
+
+
+def main() -> int:
+    """``python -m schedulers.building``: build (or reuse) the binaries of every adapter in
+    schedulers/ - each build script once - and print ``<script> <directory>`` per build.
+    Exits 1 naming the first build that failed."""
+    from schedulers.registry import adapters
+
+    builds = {a.build.script: a.build for a in adapters() if a.build is not None}
+    for script, build in builds.items():
+        try:
+            print(script, binaries(build), flush=True)
+        except BuildError as exc:
+            print(f"schedulers.building: {exc}", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

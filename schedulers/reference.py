@@ -32,6 +32,8 @@ RECONSTRUCTION = Adapter(
     predicts_placement=True,
     unschedulable=Unschedulable(reason=REASON, event_reasons=("FailedScheduling",)),
     claims=frozenset(Claim),
+    # It retries a pod after 1, 2, 4, 8 s, and the next cycle (0.5 s) sees every change.
+    quiet_s=5.0,
     in_cluster_args="{}\n",
     here=Path(__file__).parent,
 )

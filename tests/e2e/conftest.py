@@ -42,6 +42,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     ``every_mode`` every mode of each picked scheduler, else its default mode."""
     if "scheduler" not in metafunc.fixturenames:
         return
+    for marker in metafunc.definition.iter_markers("parametrize"):
+        if "scheduler" in str(marker.args[0]).replace(" ", "").split(","):
+            return  # the test names its scheduler itself
     every_mode = metafunc.definition.get_closest_marker("every_mode") is not None
     picked = chosen(metafunc.config, every_mode=every_mode)
     metafunc.parametrize("scheduler", picked, ids=[a.id for a in picked])

@@ -11,6 +11,7 @@ protocol.
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import signal
@@ -44,8 +45,8 @@ from tests.e2e.schedulers import (
 
 REPO = Path(__file__).resolve().parents[2]
 #: The placement exporters a deployment can run (Topology.exporter).
-NUMA_EXPORTER, KAI_EXPORTER, NO_EXPORTER = "numa-exporter", "kai", "none"
-EXPORTERS = (NUMA_EXPORTER, KAI_EXPORTER, NO_EXPORTER)
+NUMA_EXPORTER, KAI_EXPORTER = "numa-exporter", "kai"
+EXPORTERS = (NUMA_EXPORTER, KAI_EXPORTER)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,9 +57,11 @@ class Topology:
     nodes: tuple[Mapping[str, Any], ...]
     #: Extra ``fakenrt controller`` options, e.g. ``("--nrt-delay", "2s")``.
     controller_args: tuple[str, ...] = ()
-    #: The placement exporter on every node: this project's ``numa-exporter`` (the
-    #: default), KAI's Go ``numa-placement-exporter`` (``kai``: built by KAI's adapter) or
-    #: ``none`` - schedulers then see no observed placement. Local processes only.
+    #: Whether a placement exporter runs per node (without: no observed placements).
+    exporters: bool = True
+    #: Which: this project's ``numa-exporter`` (the default) or KAI's Go
+    #: ``numa-placement-exporter`` (``kai``: built by KAI's adapter; the same podresources
+    #: socket and sysfs tree). Local processes only.
     exporter: str = "numa-exporter"
 
     def __post_init__(self) -> None:
@@ -76,12 +79,11 @@ class Topology:
 
     def for_scheduler(self, scheduler: Adapter) -> Topology:
         """The topology with what ``scheduler`` expects of the nodes: its ``nrt`` keys and
-        its ``node_labels`` (each node's own policy filled in) on every node; a node's own
-        keys and labels win."""
-        if not scheduler.nrt and not scheduler.node_labels:
-            return self
+        its ``node_labels`` (each node's own policy filled in) on every node - a node's own
+        keys and labels win -, its controller options after the scenario's."""
         nodes = tuple(self._adapted(n, scheduler) for n in self.nodes)
-        return replace(self, nodes=nodes)
+        args = (*self.controller_args, *scheduler.controller_args)
+        return replace(self, nodes=nodes, controller_args=args)
 
     @staticmethod
     def _adapted(node: Mapping[str, Any], scheduler: Adapter) -> dict[str, Any]:
@@ -233,7 +235,7 @@ class ProcessDeployment:
         )  # fmt: skip
         self._controller.start(self._env())
         self._wait_nodes()
-        for profile in self.profiles if self.topology.exporter != NO_EXPORTER else ():
+        for profile in self.profiles if self.topology.exporters else ():
             exporter = Process(
                 f"exporter {profile.name}",
                 self._exporter_argv(profile.name),
@@ -329,6 +331,7 @@ class ProcessDeployment:
             self._scheduler.remove_objects()
         if self._controller is not None:
             self._controller.stop()  # --remove-on-exit: the nodes go with it
+        keep_logs(self.workdir, self.controller_name)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def diagnostics(self) -> str:
@@ -344,6 +347,22 @@ class ProcessDeployment:
 
     def workload(self, run_duration: str | None) -> Workload:
         return simulated_workload(run_duration)
+
+
+#: When set, every deployment's component logs are kept under this directory.
+LOGS_ENV = "NUMA_TESTKIT_E2E_LOGS"
+
+
+def keep_logs(workdir: Path, deployment: str) -> None:
+    """Copy the ``*.log`` files under ``workdir`` to ``$NUMA_TESTKIT_E2E_LOGS/<deployment>/``
+    (nothing when the variable is unset)."""
+    target = os.environ.get(LOGS_ENV)
+    if not target:
+        return
+    for log in workdir.rglob("*.log"):
+        dest = Path(target) / deployment / log.relative_to(workdir)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(log, dest)
 
 
 def _fakenrt() -> list[str]:

@@ -231,10 +231,10 @@ class KindDeployment:
 
     def start(self) -> None:
         self.topology = self.topology.for_scheduler(self.scheduler)
-        if self.topology.exporter != NUMA_EXPORTER:
+        if self.topology.exporter != NUMA_EXPORTER or not self.topology.exporters:
             raise AssertionError(
-                f"exporter {self.topology.exporter!r}: only the local-process backend runs "
-                "another exporter (in-cluster, the production exporter runs)"
+                f"exporter {self.topology.exporter!r} (exporters={self.topology.exporters}): "
+                "only the local-process backend runs another exporter or none"
             )
         self.profiles = self.topology.profiles()
         try:

@@ -357,10 +357,10 @@ class RealKubeletDeployment:
 
     def start(self) -> None:
         self.topology = self.topology.for_scheduler(self.scheduler)
-        if self.topology.exporter != NUMA_EXPORTER:
+        if self.topology.exporter != NUMA_EXPORTER or not self.topology.exporters:
             raise AssertionError(
-                f"exporter {self.topology.exporter!r}: only the local-process backend runs "
-                "another exporter (in-cluster, the production exporter runs)"
+                f"exporter {self.topology.exporter!r} (exporters={self.topology.exporters}): "
+                "only the local-process backend runs another exporter or none"
             )
         nodes = self.topology.nodes
         other_agents = sorted(

@@ -24,6 +24,10 @@ from typing import Any
 
 import pytest
 import yaml
+from kubernetes import config as kube_config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from schedulers import registry
 from schedulers.adapter import (
@@ -178,8 +182,6 @@ def apply(kubeconfig: Path, docs: list[dict[str, Any]], *, timeout: float = 60.0
     """Create ``docs`` in the cluster of ``kubeconfig``: CRDs first, each Established
     before the rest; an object that exists is left as it is. Any kind the API serves
     (the dynamic client's discovery)."""
-    from kubernetes.client.exceptions import ApiException
-
     crds = [d for d in docs if d.get("kind") == "CustomResourceDefinition"]
     ordered = crds + [d for d in docs if d.get("kind") != "CustomResourceDefinition"]
     deadline = time.monotonic() + timeout
@@ -197,8 +199,6 @@ def apply(kubeconfig: Path, docs: list[dict[str, Any]], *, timeout: float = 60.0
 
 def delete(kubeconfig: Path, docs: list[dict[str, Any]]) -> None:
     """Delete ``docs`` (last first) from the cluster of ``kubeconfig``; gone ones are fine."""
-    from kubernetes.client.exceptions import ApiException
-
     with _dynamic(kubeconfig) as dynamic:
         for doc in reversed(docs):
             resource = _resource(dynamic, doc, time.monotonic())
@@ -213,9 +213,6 @@ def delete(kubeconfig: Path, docs: list[dict[str, Any]]) -> None:
 
 @contextlib.contextmanager
 def _dynamic(kubeconfig: Path) -> Iterator[Any]:
-    from kubernetes import config as kube_config
-    from kubernetes.dynamic import DynamicClient
-
     api = kube_config.new_client_from_config(config_file=str(kubeconfig))
     try:
         yield DynamicClient(api)
@@ -229,8 +226,6 @@ def _what(doc: Mapping[str, Any]) -> str:
 
 def _resource(dynamic: Any, doc: Mapping[str, Any], deadline: float) -> Any:
     """The API resource serving ``doc``'s kind (a CRD just made: discovery lags)."""
-    from kubernetes.dynamic.exceptions import ResourceNotFoundError
-
     while True:
         try:
             return dynamic.resources.get(api_version=doc["apiVersion"], kind=doc["kind"])

@@ -9,6 +9,7 @@ that observed equals allocated are the harness's, asserted for every scheduler."
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -63,8 +64,18 @@ def _settled(
             return True
         return node_of(pod) is None and reported_unschedulable(kube, d, namespace, name) is not None
 
+    quiet: dict[str, Any] = {"state": None, "since": 0.0}
+
     def probe() -> dict[str, dict[str, Any]] | None:
         listed = pods(kube, namespace)
+        # Settled once nothing has moved for the adapter's quiet_s: a pod reported
+        # unschedulable may still be placed once the scheduler's view catches up
+        # (scheduler-plugins' cache after a resync, KAI's next cycle).
+        state = sorted((n, phase(p), node_of(p)) for n, p in listed.items())
+        if state != quiet["state"]:
+            quiet.update(state=state, since=time.monotonic())
+        if time.monotonic() - quiet["since"] < d.scheduler.quiet_s:
+            return None
         if not all(outcome(listed, n) for n in names):
             return None
         held = d.allocations(listed.values())

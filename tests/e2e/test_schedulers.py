@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -77,8 +78,6 @@ def test_reference_modes_differ_only_in_trusting_nrt() -> None:
 
 def test_a_placeholder_path_with_spaces_stays_one_argument() -> None:
     values = Placeholders.example()
-    from dataclasses import replace
-
     spaced = replace(values, kubeconfig=Path("/a b/kc"))
     (words,) = (argv(c.command, spaced, where="t") for c in RECONSTRUCTION.components)
     assert words[words.index("--kubeconfig") + 1] == "/a b/kc"
@@ -115,3 +114,20 @@ def test_koordinators_node_label_mode_labels_each_node_with_its_own_policy() -> 
         {"example.com/keep": "x"},  # None has no label; a node's own labels stay
     ]
     assert all(n["nrt"] == {"koordlet": True} for n in adapted)
+
+
+def test_a_topology_gets_what_the_scheduler_expects_of_the_nodes() -> None:
+    nodes = ({"name": "a", "nrt": {"delay": "2s"}}, {"name": "b"})
+    topology = Topology(nodes=nodes, controller_args=("--seed", "7"))
+    assert topology.for_scheduler(RECONSTRUCTION) == topology
+    wants = replace(
+        RECONSTRUCTION,
+        nrt={"fingerprintTerminatedPods": True, "delay": "0s"},
+        controller_args=("--x",),
+    )
+    got = topology.for_scheduler(wants)
+    assert got.nodes == (
+        {"name": "a", "nrt": {"fingerprintTerminatedPods": True, "delay": "2s"}},
+        {"name": "b", "nrt": {"fingerprintTerminatedPods": True, "delay": "0s"}},
+    )
+    assert got.controller_args == ("--seed", "7", "--x")

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from schedulers import registry
-from schedulers.adapter import Claim
+from schedulers.adapter import Adapter, Claim
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_every_adapter_is_well_formed_and_each_scheduler_has_a_default_mode() -> None:
@@ -54,3 +59,20 @@ def test_koordinators_modes() -> None:
     assert ids == ["koordinator-koordlet", "koordinator-node-label"]
     (default,) = registry.select(["koordinator"], every_mode=False)
     assert default.id == "koordinator-koordlet" and not default.node_labels
+
+
+def test_the_documented_example_adapter_is_well_formed(tmp_path: Path) -> None:
+    """docs/schedulers/README.md's one-file adapter, as written (its config file beside it)."""
+    readme = (REPO / "docs" / "schedulers" / "README.md").read_text()
+    (block,) = re.findall(r"^```python\n(.*?)^```", readme, re.S | re.M)
+    module = tmp_path / "mysched.py"
+    module.write_text(block)
+    (tmp_path / "mysched.yaml").write_text("name: {scheduler_name}\n")
+    namespace: dict[str, object] = {"__file__": str(module), "__name__": "mysched"}
+    exec(compile(block, str(module), "exec"), namespace)
+    declared = namespace["ADAPTERS"]
+    assert isinstance(declared, tuple) and len(declared) == 1
+    adapter = declared[0]
+    assert isinstance(adapter, Adapter)
+    adapter.check()
+    assert adapter.id == "mysched" and adapter.here == tmp_path
