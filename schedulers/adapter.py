@@ -185,6 +185,10 @@ class Adapter:
     #: A mode known to trust NRT however old: scenario d asserts that the harness catches
     #: it (TopologyAffinityErrors > 0).
     trusts_stale_nrt: bool = False
+    #: Its instances share cluster-wide state they would fight over (Volcano: every
+    #: scheduler takes every PodGroup and queue, whatever its name): deployments of it on
+    #: one cluster run one at a time (scenarios of other schedulers go on meanwhile).
+    exclusive: bool = False
     #: The reference scheduler only: its plugin arguments (``args.yaml``). An in-cluster
     #: backend (Kind) runs the harness's scheduler Deployment with them instead of the
     #: components; None: the components run as local processes there too.

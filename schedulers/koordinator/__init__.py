@@ -35,8 +35,10 @@ KOORDLET = Adapter(
     components=(
         Component(
             name="scheduler",
+            # --port 0: its insecure server (10251) would otherwise listen whatever the
+            # config file says, and two scenarios at once collide on it.
             command="{bin}/koord-scheduler --config {workdir}/config.yaml"
-            " --bind-address 127.0.0.1 --secure-port {port:https} -v 2",
+            " --bind-address 127.0.0.1 --secure-port {port:https} --port 0 -v 2",
             # Its server answers /healthz and /metrics only (no /readyz).
             ready_url="https://127.0.0.1:{port:https}/healthz",
             # It may ignore SIGTERM while it waits for the API server.

@@ -62,6 +62,9 @@ VOLCANO = Adapter(
     # FailedScheduling event and the PodScheduled condition.
     unschedulable=Unschedulable(),
     claims=frozenset(),
+    # Every Volcano scheduler takes every PodGroup and queue in the cluster, whatever its
+    # name (pkg/scheduler/cache/util.go responsibleForPodGroup): two at once fight.
+    exclusive=True,
     here=HERE,
 )
 ADAPTERS = (VOLCANO,)

@@ -207,6 +207,7 @@ class ProcessDeployment:
         self.topology = self.topology.for_scheduler(self.scheduler)
         self.profiles = self.topology.profiles()
         try:
+            self.run.acquire()  # an exclusive scheduler: one deployment at a time
             self._start()
         except BaseException:
             self.stop()
@@ -331,6 +332,8 @@ class ProcessDeployment:
             self._scheduler.remove_objects()
         if self._controller is not None:
             self._controller.stop()  # --remove-on-exit: the nodes go with it
+        if self._scheduler is not None:
+            self._scheduler.release()  # after its objects and nodes are gone
         keep_logs(self.workdir, self.controller_name)
         shutil.rmtree(self.workdir, ignore_errors=True)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from schedulers.koordinator import NODE_LABEL, NUMA_POLICY_LABEL
 from schedulers.reference import RECONSTRUCTION, STALE_NRT
 from schedulers.volcano import VOLCANO
 from tests.e2e.deployment import Topology
-from tests.e2e.schedulers import from_options
+from tests.e2e.schedulers import SchedulerRun, exclusive_lock, from_options
 from tests.e2e.topologies import two_zone_node
 
 
@@ -131,3 +132,28 @@ def test_a_topology_gets_what_the_scheduler_expects_of_the_nodes() -> None:
         {"name": "b", "nrt": {"fingerprintTerminatedPods": True, "delay": "0s"}},
     )
     assert got.controller_args == ("--seed", "7", "--x")
+
+
+def _held(path: Path) -> bool:
+    with path.open("a") as probe:
+        try:
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(probe, fcntl.LOCK_UN)
+        return False
+
+
+def test_an_exclusive_scheduler_runs_one_deployment_per_cluster(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    first = SchedulerRun(VOLCANO, kubeconfig, "e2e-1", tmp_path / "w1")
+    lock = exclusive_lock(VOLCANO, kubeconfig)
+    assert not _held(lock)
+    first.acquire()
+    assert _held(lock)  # a second deployment's acquire waits
+    assert not _held(exclusive_lock(VOLCANO, tmp_path / "other-cluster"))
+    first.release()
+    assert not _held(lock)
+    shared = SchedulerRun(RECONSTRUCTION, kubeconfig, "e2e-2", tmp_path / "w2")
+    shared.acquire()  # not exclusive: nothing is held
+    assert not _held(exclusive_lock(RECONSTRUCTION, kubeconfig))
