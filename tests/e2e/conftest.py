@@ -14,8 +14,8 @@ from collections.abc import Callable, Generator, Iterator
 import pytest
 
 from exporter.kubeclient import KubeClient, path
-from exporter.kubeconfig import from_kubeconfig
 from exporter.kubeerrors import Conflict, NotFound
+from exporter.kubesettings import from_kubeconfig
 from schedulers.adapter import Adapter
 from schedulers.building import BuildError, binaries
 from tests.controller.conftest import admin_kube
