@@ -30,11 +30,24 @@ PLACEHOLDERS = (
     "workdir",
     "bin",
     "here",
+    "topology_policy",
+    "topology_policy:SPELLING",
     "port:NAME",
 )
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)(?::([A-Za-z0-9_.-]+))?\}")
 #: Default of :attr:`Unschedulable.reason`: what a NUMA-aware scheduler's message names.
 NUMA_REASON = r"(?i)numa|topology|align"
+#: ``{topology_policy:SPELLING}``: a Topology Manager policy as another project spells it.
+#: ``koordinator``: the ``NUMATopologyPolicy`` of Koordinator's node label and pod spec
+#: (``apis/extension/numa_aware.go``; ``""`` is its None).
+POLICY_SPELLINGS: Mapping[str, Mapping[str, str]] = {
+    "koordinator": {
+        "none": "",
+        "best-effort": "BestEffort",
+        "restricted": "Restricted",
+        "single-numa-node": "SingleNUMANode",
+    },
+}
 
 
 class Claim(enum.StrEnum):
@@ -134,7 +147,9 @@ class Adapter:
     #: The processes that make up the scheduler, started in this order.
     components: tuple[Component, ...]
     #: Files written into ``{workdir}`` before the components start: name -> template text,
-    #: or the path of a template file (relative paths: beside the adapter's module).
+    #: or the path of a template file (relative paths: beside the adapter's module). A name
+    #: may be in a subdirectory (``conf/scheduler.conf``: a scheduler that reloads on any
+    #: change in its configuration's directory must not share it with the logs).
     files: Mapping[str, str | Path] = field(default_factory=dict)
     #: How its binaries are built (``{bin}``); None: nothing to build.
     build: Build | None = None
@@ -146,6 +161,10 @@ class Adapter:
     #: templates (placeholders expanded; name -> text, or a template file's ``Path``)
     #: created after ``install`` and before the components, deleted when it stops.
     objects: tuple[str | Path, ...] = ()
+    #: Labels every fake node gets (a node's own win), e.g. a NUMA policy label the
+    #: scheduler reads. Values are templates of ``{topology_policy}`` /
+    #: ``{topology_policy:SPELLING}`` only: each node's own policy.
+    node_labels: Mapping[str, str] = field(default_factory=dict)
     #: Labels and annotations (values are templates) every pod of the scheduler carries,
     #: e.g. a queue.
     pod_labels: Mapping[str, str] = field(default_factory=dict)
@@ -170,6 +189,10 @@ class Adapter:
     #: A mode known to trust NRT however old: scenario d asserts that the harness catches
     #: it (TopologyAffinityErrors > 0).
     trusts_stale_nrt: bool = False
+    #: Its instances share cluster-wide state they would fight over (Volcano: every
+    #: scheduler takes every PodGroup and queue, whatever its name): deployments of it on
+    #: one cluster run one at a time (scenarios of other schedulers go on meanwhile).
+    exclusive: bool = False
     #: The reference scheduler only: its plugin arguments (``args.yaml``). An in-cluster
     #: backend (Kind) runs the harness's scheduler Deployment with them instead of the
     #: components; None: the components run as local processes there too.
@@ -207,6 +230,9 @@ class Adapter:
                 if url is not None:
                     expand(url, probe, where=f"{where}, component {c.name!r}, ready_url")
         for name in self.files:
+            parts = Path(name).parts
+            if not parts or Path(name).is_absolute() or ".." in parts:
+                raise ValueError(f"{where}, file {name!r}: must be a path inside {{workdir}}")
             expand(self.file_text(name), probe, where=f"{where}, file {name!r}")
         for i, path in enumerate(self.install):
             expand(path, probe, where=f"{where}, install[{i}]")
@@ -214,6 +240,8 @@ class Adapter:
             expand(self.template_text(template), probe, where=f"{where}, objects[{i}]")
         for key, value in {**self.pod_labels, **self.pod_annotations}.items():
             expand(value, probe, where=f"{where}, pod label/annotation {key}")
+        for key, value in self.node_labels.items():
+            node_label(value, "none", where=f"{where}, node label {key}")
 
     def file_text(self, name: str) -> str:
         """The template text of ``files[name]`` (read from disk for a path)."""
@@ -241,6 +269,9 @@ class Placeholders:
     here: Path
     #: A free port per name, the same for every use of the name in one deployment.
     port: Callable[[str], int]
+    #: The Topology Manager policy of the deployment's fake nodes (the first node's when
+    #: they differ), for schedulers whose pods must name the policy they are aligned under.
+    topology_policy: str = ""
 
     @property
     def node_selector(self) -> str:
@@ -258,6 +289,7 @@ class Placeholders:
             bin=Path("/bin"),
             here=Path("/here"),
             port=lambda _name: 1,
+            topology_policy="single-numa-node",
         )
 
 
@@ -270,6 +302,8 @@ def expand(template: str, values: Placeholders, *, where: str) -> str:
         name, arg = match.group(1), match.group(2)
         if name == "port" and arg:
             return str(values.port(arg))
+        if name == "topology_policy":
+            return spell_policy(values.topology_policy, arg, where=where)
         if arg is None and name in PLACEHOLDERS and name != "bin":
             return str(getattr(values, name))
         if name == "bin" and arg is None:
@@ -278,6 +312,33 @@ def expand(template: str, values: Placeholders, *, where: str) -> str:
             return str(values.bin)
         known = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
         raise ValueError(f"{where}: unknown placeholder {match.group(0)}; use {known}")
+
+    return _PLACEHOLDER.sub(one, template)
+
+
+def spell_policy(policy: str, spelling: str | None, *, where: str) -> str:
+    """A Topology Manager policy (the kubelet's spelling) as ``spelling`` writes it (None:
+    as is); ValueError naming ``where`` for an unknown spelling."""
+    if spelling is None:
+        return policy
+    if spelling not in POLICY_SPELLINGS:
+        known = ", ".join(POLICY_SPELLINGS)
+        raise ValueError(f"{where}: unknown policy spelling {spelling!r}; use {known}")
+    return POLICY_SPELLINGS[spelling].get(policy, policy)
+
+
+def node_label(template: str, policy: str, *, where: str) -> str:
+    """A node label value: ``template`` with ``{topology_policy}`` (or a spelling of it) of
+    the node's own ``policy``; any other placeholder is refused (a node label is per
+    node, the deployment's values are not known there)."""
+
+    def one(match: re.Match[str]) -> str:
+        if match.group(1) == "topology_policy":
+            return spell_policy(policy, match.group(2), where=where)
+        raise ValueError(
+            f"{where}: {match.group(0)}: node labels may use {{topology_policy}} or "
+            "{topology_policy:SPELLING} only"
+        )
 
     return _PLACEHOLDER.sub(one, template)
 

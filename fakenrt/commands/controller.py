@@ -106,6 +106,22 @@ API_POOL_SIZE = 32
     "nrt.topologyPolicies overrides it per node.",
 )
 @click.option(
+    "--nrt-volcano/--no-nrt-volcano",
+    default=False,
+    show_default=True,
+    help="Also publish per node Volcano's Numatopology (nodeinfo.volcano.sh/v1alpha1) as "
+    "its resource-exporter writes it, from the same state and lag as the NRT (its CRD must "
+    "be installed). A profile's nrt.volcano overrides it per node.",
+)
+@click.option(
+    "--nrt-koordlet/--no-nrt-koordlet",
+    default=False,
+    show_default=True,
+    help="Write the NRT as Koordinator's koordlet does (v1alpha1, its annotations and "
+    "zones) instead of the topology exporter's v1alpha2. A profile's nrt.koordlet "
+    "overrides it per node.",
+)
+@click.option(
     "--nrt-refresh",
     type=DURATION,
     default=60.0,
@@ -277,6 +293,8 @@ def run(kube: Any, **options: Any) -> None:
             nrt_refresh=options["nrt_refresh"],
             nrt_fingerprint_terminated_pods=options["nrt_fingerprint_terminated_pods"],
             nrt_topology_policies=options["nrt_topology_policies"],
+            nrt_volcano=options["nrt_volcano"],
+            nrt_koordlet=options["nrt_koordlet"],
             default_run_duration=options["default_run_duration"],
             lease_duration=options["lease_duration"],
             lease_renew_interval=options["lease_renew_interval"],

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -23,6 +23,7 @@ from fakenrt.controller.effects import (
     Effect,
     PatchPodStatus,
     PublishNrt,
+    PublishNumatopology,
     RecordMemoryCheckpoint,
     RecordNodeEvent,
     RecordPodEvent,
@@ -56,7 +57,9 @@ from fakenrt.kubelet.memory_checkpoint import (
 )
 from fakenrt.kubelet.node import NodeState
 from fakenrt.nrt import render_nrt
+from fakenrt.nrt.koordlet import KoordinatorPod, render_koordlet_nrt
 from fakenrt.nrt.loaded import exclusive_pods, foreign_pods, holds_exclusive, node_allocations
+from fakenrt.nrt.volcano import render_numatopology
 from fakenrt.podspec import PodSpec
 from fakenrt.profiles.model import NodeProfile
 
@@ -102,11 +105,17 @@ class TrackedPod:
 
 @dataclass(frozen=True)
 class NrtSnapshot:
-    """What a publication renders: the zones' usage and the pods counted in it."""
+    """What a publication renders: the zones' usage and the pods counted in it, and for
+    the other agents' formats the allocations themselves and what koordlet reads of the
+    pods holding them."""
 
     usage: Mapping[int, Mapping[str, int]]
     #: ``namespace/name`` of the pods holding exclusive resources (the fingerprint's set).
     pods: tuple[str, ...]
+    #: Every pod holding resources on the node (the foreign ones first).
+    allocations: tuple[PodAllocation, ...] = ()
+    #: ``namespace/name`` -> what koordlet reads of the pod's object.
+    koordinator: Mapping[str, KoordinatorPod] = field(default_factory=dict)
 
 
 class NodeModel:
@@ -141,6 +150,12 @@ class NodeModel:
             if profile.nrt_topology_policies is None
             else profile.nrt_topology_policies
         )
+        # Which agents' objects the node publishes besides (or, koordlet, instead of) the
+        # topology exporter's NRT v1alpha2.
+        self.volcano = settings.nrt_volcano if profile.nrt_volcano is None else profile.nrt_volcano
+        self.koordlet = (
+            settings.nrt_koordlet if profile.nrt_koordlet is None else profile.nrt_koordlet
+        )
         self.pods: dict[str, TrackedPod] = {}
         # The pods standing for the profile's foreign `allocated` (controller/foreign.py).
         self.foreign: dict[str, PodSpec] = {spec.key: spec for spec, _ in foreign_pods(self.state)}
@@ -167,7 +182,8 @@ class NodeModel:
     # ---- snapshots -------------------------------------------------------------------
 
     def snapshot(self) -> NrtSnapshot:
-        pods = list(exclusive_pods(node_allocations(self.state)))
+        allocations = node_allocations(self.state)
+        pods = list(exclusive_pods(allocations))
         if self.fingerprint_terminated_pods:
             # kubelet < 1.32: terminated pods that held exclusive resources are still
             # listed by podresources, so the topology exporter fingerprints them too.
@@ -176,15 +192,37 @@ class NodeModel:
                 for key, tracked in self.pods.items()
                 if tracked.held_exclusive and not tracked.holds
             ]
-        return NrtSnapshot(usage=self.state.zone_usage(), pods=tuple(sorted(pods)))
+        koordinator = (
+            {key: t.pod.koordinator for key, t in self.pods.items() if t.holds}
+            if self.koordlet
+            else {}
+        )
+        return NrtSnapshot(
+            usage=self.state.zone_usage(),
+            pods=tuple(sorted(pods)),
+            allocations=allocations if self.koordlet or self.volcano else (),
+            koordinator=koordinator,
+        )
 
     def render(self, snapshot: NrtSnapshot) -> dict[str, Any]:
+        """The node's NRT object: the topology exporter's v1alpha2, or koordlet's."""
+        if self.koordlet:
+            return render_koordlet_nrt(self.profile, snapshot.allocations, snapshot.koordinator)
         return render_nrt(
             self.profile,
             usage=snapshot.usage,
             pods=snapshot.pods,
             topology_policies=self.topology_policies,
         )
+
+    def publications(self, snapshot: NrtSnapshot, *, refresh: bool = False) -> list[Effect]:
+        """Every object the node's agents publish for ``snapshot``: its NRT and, with
+        ``nrt.volcano``, Volcano's Numatopology - one state, one lag, several formats."""
+        effects: list[Effect] = [PublishNrt(self.name, self.render(snapshot), refresh=refresh)]
+        if self.volcano:
+            body = render_numatopology(self.profile, snapshot.allocations)
+            effects.append(PublishNumatopology(self.name, body, refresh=refresh))
+        return effects
 
     def _changed(self, now: float) -> list[Effect]:
         """The node's allocations changed: serve them and record the Memory Manager's
@@ -221,7 +259,7 @@ class NodeModel:
         self._timers.cancel(self._key(PUBLISH))
         self.published = self.snapshot()
         return [
-            PublishNrt(self.name, self.render(self.published)),
+            *self.publications(self.published),
             ServePodResources(self.name, node_allocations(self.state)),
             *self._record_state(),
         ]
@@ -351,7 +389,7 @@ class NodeModel:
         self.lag.clear()
         self._timers.cancel(self._key(PUBLISH))
         self._recorded_state = on_the_node  # the rebuilt state is recorded by publish_now
-        later = PublishNrt | ServePodResources | RecordMemoryCheckpoint
+        later = PublishNrt | PublishNumatopology | ServePodResources | RecordMemoryCheckpoint
         return [e for e in effects if not isinstance(e, later)]
 
     def _check_recorded_state(self, value: str | None, now: float) -> list[Effect]:
@@ -435,15 +473,17 @@ class NodeModel:
         not admitted; it runs (never completes) and keeps nothing else."""
         tracked = TrackedPod(pod, Stage.RUNNING, admitted_at=now, started_at=now)
         self.pods[pod.key] = tracked
+        # koordlet names a pod's CPUs by its uid, known only now that the pod is seen.
+        known = self._changed(now) if self.koordlet else []
         if pod.phase == "Running":
             tracked.started_at = pod.started
-            return []
+            return known
         tracked.ip_host = self._take_host(pod)
         pod_ip = self.identity.pod_ip(tracked.ip_host) if tracked.ip_host else ""
         status = running_status(
             pod, admitted_at=now, at=now, host_ip=self.identity.internal_ip, pod_ip=pod_ip
         )
-        return [self._patch(pod, status)]
+        return [self._patch(pod, status), *known]
 
     def admit(self, pod: ObservedPod, now: float) -> list[Effect]:
         """Run the simulated kubelet's admission on a newly bound pod."""
@@ -582,11 +622,11 @@ class NodeModel:
         if snapshot is None:
             return []
         self.published = snapshot
-        return [PublishNrt(self.name, self.render(snapshot))]
+        return self.publications(snapshot)
 
     def _refresh(self, now: float) -> list[Effect]:
         if self.settings.nrt_refresh > 0:
             self._timers.set(self._key(REFRESH), now + self.settings.nrt_refresh)
         if self.published is None:
             return []
-        return [PublishNrt(self.name, self.render(self.published), refresh=True)]
+        return self.publications(self.published, refresh=True)

@@ -30,7 +30,7 @@ from fakenrt.controller.nodeobjects import (
     node_status,
     owner_selector,
 )
-from fakenrt.controller.writers import lease_path, nrt_path
+from fakenrt.controller.writers import NUMATOPOLOGY, lease_path, nrt_path
 from fakenrt.profiles.model import NodeProfile
 
 log = logging.getLogger(__name__)
@@ -146,7 +146,8 @@ def _register(
 
 
 def remove_nodes(kube: KubeClient, *, controller: str) -> list[str]:
-    """Delete every node this controller owns, with its Lease and NRT. Returns the names."""
+    """Delete every node this controller owns, with its Lease, NRT and Numatopology (where
+    Volcano's CRD is installed). Returns the names."""
     nodes, _ = kube.list_all(path("api", "v1", "nodes"), labelSelector=owner_selector(controller))
     removed: list[str] = []
     for node in nodes:
@@ -154,7 +155,7 @@ def remove_nodes(kube: KubeClient, *, controller: str) -> list[str]:
         name = str(meta.get("name"))
         if not is_owned(meta.get("labels"), controller):
             continue
-        for target in (nrt_path(name), lease_path(name)):
+        for target in (nrt_path(name), NUMATOPOLOGY.path(name), lease_path(name)):
             with contextlib.suppress(NotFound):
                 kube.delete(target)
         try:

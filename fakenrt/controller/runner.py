@@ -30,7 +30,7 @@ from fakenrt.controller.nodeobjects import NodeIdentity
 from fakenrt.controller.registration import register_nodes
 from fakenrt.controller.settings import ControllerSettings
 from fakenrt.controller.watching import Message, PodWatcher, list_bound_pods
-from fakenrt.controller.writers import NrtWriter
+from fakenrt.controller.writers import NUMATOPOLOGY, NrtWriter
 from fakenrt.profiles.model import NodeProfile
 
 if TYPE_CHECKING:
@@ -83,6 +83,7 @@ class Controller:
         self.executor: Executor | None = None
         self.watcher: PodWatcher | None = None
         self.nrt = NrtWriter(kube, controller=settings.controller)
+        self.numatopology = NrtWriter(kube, controller=settings.controller, resource=NUMATOPOLOGY)
         self._thread: threading.Thread | None = None
         self.started = threading.Event()
         #: Loop turns completed (tests wait for a turn that saw their clock change).
@@ -106,6 +107,7 @@ class Controller:
         self.node_uids = registration.node_uids
         for node, uid in self.node_uids.items():
             self.nrt.set_node_uid(node, uid)
+            self.numatopology.set_node_uid(node, uid)
         served = [(p, i) for p, i in self.identities if p.name in self.node_uids]
         self.fleet = Fleet(served, self.settings, clock=self.clock)
         if self.options.state_dir is not None:
@@ -121,6 +123,7 @@ class Controller:
             node_uids=self.node_uids,
             serve_pod_resources=self._serve,
             rng=random.Random(f"{self.settings.seed}/executor"),
+            numatopology=self.numatopology,
         )
         pods, version = list_bound_pods(self.kube)
         self.executor.submit(self.fleet.start(pods, registration.memory_states))

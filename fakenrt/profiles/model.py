@@ -158,6 +158,13 @@ class NodeProfile:
     #: ``nrt.topologyPolicies``: write the deprecated ``topologyPolicies`` field; None
     #: means the controller's setting.
     nrt_topology_policies: bool | None = None
+    #: ``nrt.volcano``: also publish Volcano's ``Numatopology`` object, as its
+    #: resource-exporter writes it; None means the controller's setting.
+    nrt_volcano: bool | None = None
+    #: ``nrt.koordlet``: write the node's NRT as Koordinator's node agent (koordlet) does -
+    #: ``v1alpha1``, its annotations and zones - instead of the topology exporter's
+    #: ``v1alpha2``; None means the controller's setting.
+    nrt_koordlet: bool | None = None
 
     @property
     def zone_ids(self) -> tuple[int, ...]:

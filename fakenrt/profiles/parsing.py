@@ -76,6 +76,8 @@ _NRT_LAG_KEYS = ("delay", "jitter")
 _NRT_SWITCHES = {
     "fingerprintTerminatedPods": "nrt_fingerprint_terminated_pods",
     "topologyPolicies": "nrt_topology_policies",
+    "volcano": "nrt_volcano",
+    "koordlet": "nrt_koordlet",
 }
 _NRT_KEYS = (*_NRT_LAG_KEYS, *_NRT_SWITCHES)
 _KUBELET_KEYS = (
@@ -299,6 +301,8 @@ def _parse_node(raw: Mapping[str, object], name: str) -> NodeProfile:
         **_parse_nrt_lag(raw.get("nrt", {})),
         nrt_fingerprint_terminated_pods=switches["nrt_fingerprint_terminated_pods"],
         nrt_topology_policies=switches["nrt_topology_policies"],
+        nrt_volcano=switches["nrt_volcano"],
+        nrt_koordlet=switches["nrt_koordlet"],
     )
     check_reserved_memory_totals(kubelet, node_reservation(profile))
     return profile
@@ -367,8 +371,9 @@ def _effective_cpu_reservation(
 
 
 def _parse_nrt_switches(value: object) -> dict[str, bool | None]:
-    """``nrt: {fingerprintTerminatedPods: true, topologyPolicies: false}``: how this node's
-    NRT is written, overriding the controller's flags of the same meaning."""
+    """``nrt: {fingerprintTerminatedPods: true, topologyPolicies: false, volcano: true,
+    koordlet: true}``: how this node's NRT is written and which other agents' objects it
+    publishes, overriding the controller's flags of the same meaning."""
     raw = mapping(value, "nrt")
     out: dict[str, bool | None] = {}
     for key, attribute in _NRT_SWITCHES.items():

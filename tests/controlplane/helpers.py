@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +33,14 @@ def token_client(cp: ControlPlane, token: str) -> client.ApiClient:
     return client.ApiClient(cfg)
 
 
-def install_crds(api: client.ApiClient, timeout: float = 30.0) -> list[str]:
-    """Create (or replace) every CRD in manifests/crds and wait until each is Established."""
+def install_crds(
+    api: client.ApiClient, timeout: float = 30.0, *, files: Sequence[Path] | None = None
+) -> list[str]:
+    """Create (or replace) every CRD in ``files`` (default: manifests/crds) and wait until
+    each is Established."""
     ext = client.ApiextensionsV1Api(api)
     names: list[str] = []
-    for path in sorted(CRD_DIR.glob("*.yaml")):
+    for path in files if files is not None else sorted(CRD_DIR.glob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
             if not doc:
                 continue

@@ -3,18 +3,25 @@ node's NRT and compare it with what the kubelets hold (tests/e2e/invariants.py).
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
+from exporter.cpulist import parse_cpulist
 from exporter.kubeclient import KubeClient, path
-from exporter.kubeerrors import Transient
+from exporter.kubeerrors import NotFound, Transient
+from fakenrt.controller.writers import NUMATOPOLOGY
+from fakenrt.kubelet.allocation import INIT
+from fakenrt.nrt.koordlet import POD_CPU_ALLOCS
+from fakenrt.nrt.koordlet import VERSION as KOORDLET_VERSION
 from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile
 from tests.e2e.allocations import Allocations
 from tests.e2e.deployment import Deployment
-from tests.e2e.invariants import expected_available, is_memory
+from tests.e2e.invariants import expected_available, holding, is_memory
+from tests.e2e.outcome import node_of
 from tests.e2e.schedulers import CONTROLLER_LABEL
 
 T = TypeVar("T")
@@ -120,9 +127,76 @@ def nrt_converged(
     listed: Iterable[Mapping[str, Any]],
     allocations: Allocations,
 ) -> bool:
-    """The node's NRT ``available`` for CPUs and devices equals what its pods hold."""
-    published = {
-        zone: {res: n for res, n in amounts.items() if not is_memory(res)}
-        for zone, amounts in nrt_available(kube, profile.name).items()
-    }
-    return published == expected_available(profile, listed, allocations)
+    """Every topology object the node publishes shows what its pods hold: the NRT
+    ``available`` for CPUs and devices - or, where the node writes koordlet's NRT
+    (``nrt.koordlet``, whose ``available`` never moves), its pinned CPUs per zone in
+    ``pod-cpu-allocs`` - and, with ``nrt.volcano``, the Numatopology's used CPUs per zone."""
+    expected_pinned = pinned_cpus(profile, listed, allocations, listed_only=False)
+    if profile.nrt_koordlet:
+        converged = koordlet_pinned(kube, profile) == expected_pinned
+    else:
+        published = {
+            zone: {res: n for res, n in amounts.items() if not is_memory(res)}
+            for zone, amounts in nrt_available(kube, profile.name).items()
+        }
+        converged = published == expected_available(profile, listed, allocations)
+    if converged and profile.nrt_volcano:
+        expected = pinned_cpus(profile, listed, allocations, listed_only=True)
+        converged = volcano_used(kube, profile) == expected
+    return converged
+
+
+def pinned_cpus(
+    profile: NodeProfile,
+    listed: Iterable[Mapping[str, Any]],
+    allocations: Allocations,
+    *,
+    listed_only: bool,
+) -> dict[int, int]:
+    """Zone id -> exclusive CPUs held there: the profile's foreign ``allocated`` and the
+    allocations of the pods holding resources on the node (only the containers podresources
+    lists - not regular init ones - with ``listed_only``)."""
+    zone_of = {cpu: info.numa for cpu, info in profile.cpu_topology.items()}
+    held = {z.id: z.allocated.get("cpu", 0) for z in profile.zones}
+    for pod in holding(listed, allocations):
+        if node_of(pod) != profile.name:
+            continue
+        allocation = allocations[pod["metadata"]["name"]]
+        for container in allocation.containers:
+            if listed_only and container.kind == INIT:
+                continue
+            for cpu in container.cpus:
+                held[zone_of[cpu]] += 1
+    return held
+
+
+def _per_zone(profile: NodeProfile, cpus: Iterable[int]) -> dict[int, int]:
+    counts = {z.id: 0 for z in profile.zones}
+    for cpu in cpus:
+        counts[profile.cpu_topology[cpu].numa] += 1
+    return counts
+
+
+def koordlet_pinned(kube: KubeClient, profile: NodeProfile) -> dict[int, int]:
+    """Zone id -> CPUs koordlet's NRT reports pinned by the kubelet (``pod-cpu-allocs``)."""
+    nrt = kube.get(path("apis", NRT_GROUP, KOORDLET_VERSION, NRT_PLURAL, profile.name))
+    raw = (nrt["metadata"].get("annotations") or {}).get(POD_CPU_ALLOCS, "null")
+    entries = json.loads(raw) or []
+    return _per_zone(profile, (c for e in entries for c in parse_cpulist(e["cpuset"])))
+
+
+def volcano_used(kube: KubeClient, profile: NodeProfile) -> dict[int, int]:
+    """Zone id -> CPUs Volcano's Numatopology does not list as free."""
+    spec = kube.get(NUMATOPOLOGY.path(profile.name))["spec"]
+    free = parse_cpulist(spec["numares"]["cpu"].get("allocatable", ""))
+    return _per_zone(profile, set(profile.cpu_topology) - free)
+
+
+def not_found_is_none(probe: Callable[[], T]) -> Callable[[], T | None]:
+    def wrapped() -> T | None:
+        try:
+            return probe()
+        except NotFound:
+            return None
+
+    return wrapped

@@ -31,7 +31,7 @@ from fakenrt.controller.endpoints import socket_path, sysfs_root
 from fakenrt.controller.pods import RUN_DURATION_ANNOTATION
 from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile, parse_profiles
-from schedulers.adapter import Adapter
+from schedulers.adapter import Adapter, node_label
 from schedulers.building import binaries
 from schedulers.kai import BUILD as KAI_BUILD
 from tests.e2e.allocations import Allocations, recorded_allocations
@@ -71,15 +71,34 @@ class Topology:
     def profiles(self) -> tuple[NodeProfile, ...]:
         return parse_profiles({"nodes": [dict(n) for n in self.nodes]}, source="e2e topology")
 
+    @property
+    def topology_policy(self) -> str:
+        """The Topology Manager policy of the first node (``{topology_policy}``)."""
+        kubelet = (self.nodes[0].get("kubelet") or {}) if self.nodes else {}
+        return str(kubelet.get("topologyManagerPolicy", "none"))
+
     def for_scheduler(self, scheduler: Adapter) -> Topology:
-        """The topology with what ``scheduler`` expects of the nodes: its ``nrt`` keys on
-        every node (a node's own keys win), its controller options after the scenario's."""
-        nodes = tuple(
-            {**n, "nrt": {**scheduler.nrt, **(n.get("nrt") or {})}} if scheduler.nrt else n
-            for n in self.nodes
-        )
+        """The topology with what ``scheduler`` expects of the nodes: its ``nrt`` keys and
+        its ``node_labels`` (each node's own policy filled in) on every node - a node's own
+        keys and labels win -, its controller options after the scenario's."""
+        nodes = tuple(self._adapted(n, scheduler) for n in self.nodes)
         args = (*self.controller_args, *scheduler.controller_args)
         return replace(self, nodes=nodes, controller_args=args)
+
+    @staticmethod
+    def _adapted(node: Mapping[str, Any], scheduler: Adapter) -> dict[str, Any]:
+        policy = str((node.get("kubelet") or {}).get("topologyManagerPolicy", "none"))
+        expanded = {
+            key: node_label(value, policy, where=f"{scheduler.id} node label {key}")
+            for key, value in scheduler.node_labels.items()
+        }
+        labels = {k: v for k, v in expanded.items() if v}  # nothing to say: no label
+        adapted = dict(node)
+        if scheduler.nrt:
+            adapted["nrt"] = {**scheduler.nrt, **(node.get("nrt") or {})}
+        if labels:
+            adapted["labels"] = {**labels, **(node.get("labels") or {})}
+        return adapted
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -176,6 +195,7 @@ class ProcessDeployment:
                 kubeconfig=self.kubeconfig,
                 controller_name=self.controller_name,
                 workdir=self.workdir / "scheduler",
+                topology_policy=self.topology.topology_policy,
             )
         return self._scheduler
 
@@ -194,12 +214,16 @@ class ProcessDeployment:
         self.topology = self.topology.for_scheduler(self.scheduler)
         self.profiles = self.topology.profiles()
         try:
+            self.run.acquire()  # an exclusive scheduler: one deployment at a time
             self._start()
         except BaseException:
             self.stop()
             raise
 
     def _start(self) -> None:
+        # What the scheduler needs installed comes first: its CRDs may be those of objects
+        # the controller publishes for it (Volcano's Numatopology).
+        self.run.install()
         profile_file = self.workdir / "profiles.yaml"
         profile_file.write_text(yaml.safe_dump({"nodes": [dict(n) for n in self.topology.nodes]}))
         self._controller = Process(
@@ -318,6 +342,8 @@ class ProcessDeployment:
             self._scheduler.remove_objects()
         if self._controller is not None:
             self._controller.stop()  # --remove-on-exit: the nodes go with it
+        if self._scheduler is not None:
+            self._scheduler.release()  # after its objects and nodes are gone
         keep_logs(self.workdir, self.controller_name)
         shutil.rmtree(self.workdir, ignore_errors=True)
 

@@ -231,6 +231,7 @@ class KindDeployment:
                 kubeconfig=self.cluster.kubeconfig,
                 controller_name=self.controller_name,
                 workdir=self.workdir / "scheduler",
+                topology_policy=self.topology.topology_policy,
             )
         return self._run
 
@@ -259,6 +260,8 @@ class KindDeployment:
             raise
 
     def _start(self) -> None:
+        if self.scheduler.in_cluster_args is None:
+            self.run.install()  # its CRDs first: the controller may publish its objects
         overlay = write_overlay(
             self.workdir / "overlay",
             topology=self.topology,

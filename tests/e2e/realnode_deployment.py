@@ -338,6 +338,7 @@ class RealKubeletDeployment:
                 kubeconfig=self.cluster.kubeconfig,
                 controller_name=self.controller_name,
                 workdir=self.workdir / "scheduler",
+                topology_policy=self.topology.topology_policy,
             )
         return self._run
 
@@ -368,6 +369,15 @@ class RealKubeletDeployment:
                 "only the local-process backend runs another exporter or none"
             )
         nodes = self.topology.nodes
+        other_agents = sorted(
+            {k for n in nodes for k in ("volcano", "koordlet") if (n.get("nrt") or {}).get(k)}
+        )
+        if other_agents:
+            raise AssertionError(
+                f"nrt {other_agents}: on real kubelets the NRT publisher writes NRT v1alpha2 "
+                "only; Volcano's resource-exporter or Koordinator's koordlet would have to run "
+                "there instead (docs/schedulers/)"
+            )
         if len(nodes) > len(self.cluster.nodes):
             raise AssertionError(
                 f"the topology has {len(nodes)} nodes, the cluster {len(self.cluster.nodes)} "

@@ -10,17 +10,20 @@ any scheduler a user starts from a command line (docs/e2e.md).
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
 import re
 import signal
 import socket
 import ssl
+import tempfile
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 import yaml
@@ -273,8 +276,11 @@ class SchedulerRun:
     processes: list[Process] = field(default_factory=list)
     #: The deployment's own objects (``Adapter.objects``), created by :meth:`start`.
     objects: list[dict[str, Any]] = field(default_factory=list)
+    #: The Topology Manager policy of the deployment's nodes (``{topology_policy}``).
+    topology_policy: str = ""
     _ports: dict[str, int] = field(default_factory=dict)
     _values: Placeholders | None = None
+    _lock: IO[str] | None = None
 
     @property
     def values(self) -> Placeholders:
@@ -288,6 +294,7 @@ class SchedulerRun:
                 bin=binaries(self.adapter.build) if self.adapter.build else None,
                 here=self.adapter.here,
                 port=self._port,
+                topology_policy=self.topology_policy,
             )
         return self._values
 
@@ -299,6 +306,22 @@ class SchedulerRun:
     @property
     def pod_scheduling(self) -> PodScheduling:
         return pod_scheduling(self.adapter, self.controller_name, self.values)
+
+    def acquire(self) -> None:
+        """For an ``exclusive`` adapter, wait until no other deployment of its scheduler
+        runs on this cluster (a lock file per cluster and scheduler, held until
+        :meth:`release`: across threads and processes alike); for others, nothing."""
+        if not self.adapter.exclusive or self._lock is not None:
+            return
+        lock = exclusive_lock(self.adapter, self.kubeconfig).open("a")
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        self._lock = lock
+
+    def release(self) -> None:
+        if self._lock is not None:
+            fcntl.flock(self._lock, fcntl.LOCK_UN)
+            self._lock.close()
+            self._lock = None
 
     def install(self) -> None:
         """What the scheduler needs in the cluster (once per cluster)."""
@@ -325,6 +348,7 @@ class SchedulerRun:
         self.workdir.mkdir(parents=True, exist_ok=True)
         for name in self.adapter.files:
             text = expand(self.adapter.file_text(name), values, where=f"file {name}")
+            (self.workdir / name).parent.mkdir(parents=True, exist_ok=True)
             (self.workdir / name).write_text(text)
         for component in self.adapter.components:
             where = f"{self.adapter.id} {component.name}"
@@ -389,6 +413,12 @@ class SchedulerRun:
 
     def diagnostics(self) -> str:
         return "\n".join(p.tail() for p in self.processes)
+
+
+def exclusive_lock(adapter: Adapter, kubeconfig: Path) -> Path:
+    """The lock file of ``adapter``'s scheduler on the cluster of ``kubeconfig``."""
+    key = hashlib.sha256(str(kubeconfig.resolve()).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"numa-testkit-{adapter.scheduler}-{key}.lock"
 
 
 def pod_scheduling(adapter: Adapter, deployment: str, values: Placeholders) -> PodScheduling:

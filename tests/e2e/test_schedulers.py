@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import fcntl
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from schedulers.adapter import Claim, Placeholders, argv
+from schedulers.koordinator import NODE_LABEL, NUMA_POLICY_LABEL
 from schedulers.reference import RECONSTRUCTION, STALE_NRT
+from schedulers.volcano import VOLCANO
 from tests.e2e.deployment import Topology
-from tests.e2e.schedulers import from_options
+from tests.e2e.schedulers import SchedulerRun, exclusive_lock, from_options
+from tests.e2e.topologies import two_zone_node
 
 
 def test_the_ad_hoc_scheduler_keeps_its_name_and_fills_placeholders() -> None:
@@ -80,6 +84,39 @@ def test_a_placeholder_path_with_spaces_stays_one_argument() -> None:
     assert words[words.index("--kubeconfig") + 1] == "/a b/kc"
 
 
+def test_the_topology_policy_placeholder_is_the_first_nodes_policy() -> None:
+    nodes = (two_zone_node(policy="restricted"), two_zone_node(policy="single-numa-node"))
+    assert Topology(nodes=nodes).topology_policy == "restricted"
+    plain = {
+        "name": "n",
+        "shape": {"numaNodes": 1, "coresPerNumaNode": 1, "memoryPerNumaNode": "1Gi"},
+    }
+    assert Topology(nodes=(plain,)).topology_policy == "none"  # the kubelet's default
+
+
+def test_a_scheduler_reading_volcanos_objects_gets_nodes_that_publish_them() -> None:
+    node = two_zone_node(policy="single-numa-node", nrt={"delay": "2s"})
+    (adapted,) = Topology(nodes=(node,)).for_scheduler(VOLCANO).nodes
+    assert adapted["nrt"] == {"volcano": True, "delay": "2s"}
+    (profile,) = Topology(nodes=(adapted,)).profiles()
+    assert profile.nrt_volcano is True and profile.nrt_delay == 2.0
+
+
+def test_koordinators_node_label_mode_labels_each_node_with_its_own_policy() -> None:
+    nodes = (
+        two_zone_node(policy="single-numa-node"),
+        two_zone_node(policy="restricted"),
+        {**two_zone_node(policy="none"), "labels": {"example.com/keep": "x"}},
+    )
+    adapted = Topology(nodes=nodes).for_scheduler(NODE_LABEL).nodes
+    assert [n.get("labels") for n in adapted] == [
+        {NUMA_POLICY_LABEL: "SingleNUMANode"},
+        {NUMA_POLICY_LABEL: "Restricted"},
+        {"example.com/keep": "x"},  # None has no label; a node's own labels stay
+    ]
+    assert all(n["nrt"] == {"koordlet": True} for n in adapted)
+
+
 def test_a_topology_gets_what_the_scheduler_expects_of_the_nodes() -> None:
     nodes = ({"name": "a", "nrt": {"delay": "2s"}}, {"name": "b"})
     topology = Topology(nodes=nodes, controller_args=("--seed", "7"))
@@ -95,3 +132,28 @@ def test_a_topology_gets_what_the_scheduler_expects_of_the_nodes() -> None:
         {"name": "b", "nrt": {"fingerprintTerminatedPods": True, "delay": "0s"}},
     )
     assert got.controller_args == ("--seed", "7", "--x")
+
+
+def _held(path: Path) -> bool:
+    with path.open("a") as probe:
+        try:
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(probe, fcntl.LOCK_UN)
+        return False
+
+
+def test_an_exclusive_scheduler_runs_one_deployment_per_cluster(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    first = SchedulerRun(VOLCANO, kubeconfig, "e2e-1", tmp_path / "w1")
+    lock = exclusive_lock(VOLCANO, kubeconfig)
+    assert not _held(lock)
+    first.acquire()
+    assert _held(lock)  # a second deployment's acquire waits
+    assert not _held(exclusive_lock(VOLCANO, tmp_path / "other-cluster"))
+    first.release()
+    assert not _held(lock)
+    shared = SchedulerRun(RECONSTRUCTION, kubeconfig, "e2e-2", tmp_path / "w2")
+    shared.acquire()  # not exclusive: nothing is held
+    assert not _held(exclusive_lock(RECONSTRUCTION, kubeconfig))

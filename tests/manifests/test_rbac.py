@@ -38,6 +38,7 @@ CONTROLLER = (
     | _grants("", "pods/status", "patch")
     | _grants("", "events", "create")
     | _grants(NRT, "noderesourcetopologies", "get", "create", "update")
+    | _grants("nodeinfo.volcano.sh", "numatopologies", "get", "create", "update")
 )
 CONTROLLER_LEASES = _grants("coordination.k8s.io", "leases", "create", "patch")
 EXPORTER = _grants("", "pods", "get", "list", "watch", "patch")

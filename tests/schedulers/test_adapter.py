@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from schedulers.adapter import Adapter, Component, Placeholders, Unschedulable, argv, expand
+from schedulers.adapter import (
+    Adapter,
+    Component,
+    Placeholders,
+    Unschedulable,
+    argv,
+    expand,
+    node_label,
+)
 
 
 def _values(**changes: object) -> Placeholders:
@@ -21,6 +30,7 @@ def _values(**changes: object) -> Placeholders:
         bin=Path("/cache/kai"),
         here=Path("/repo/schedulers/kai"),
         port=ports.__getitem__,
+        topology_policy="restricted",
     )
     return replace(base, **changes)  # type: ignore[arg-type]
 
@@ -38,7 +48,8 @@ def test_every_placeholder_is_filled_in_each_argument_on_its_own() -> None:
     words = argv(
         "{bin}/scheduler --kubeconfig {kubeconfig} --name={scheduler_name} "
         "--sel '{node_selector}' --key {node_selector_key} --value {node_selector_value} "
-        "--conf {workdir}/c.yaml --here {here} --metrics :{port:metrics} --health :{port:health}",
+        "--conf {workdir}/c.yaml --here {here} --metrics :{port:metrics} --health :{port:health}"
+        " --policy {topology_policy}",
         _values(),
         where="test",
     )
@@ -46,7 +57,7 @@ def test_every_placeholder_is_filled_in_each_argument_on_its_own() -> None:
         "/cache/kai/scheduler", "--kubeconfig", "/a b/kc", "--name=kai-e2e-1",
         "--sel", "fakenrt.io/controller=e2e-1", "--key", "fakenrt.io/controller",
         "--value", "e2e-1", "--conf", "/w/c.yaml", "--here", "/repo/schedulers/kai",
-        "--metrics", ":9100", "--health", ":9101",
+        "--metrics", ":9100", "--health", ":9101", "--policy", "restricted",
     ]  # fmt: skip
 
 
@@ -109,6 +120,8 @@ def test_id_and_scheduler_name_per_deployment() -> None:
         ),
         pytest.param({"files": {"c.yaml": "a: {y}"}}, "file 'c.yaml'", id="bad-file"),
         pytest.param({"pod_labels": {"q": "{z}"}}, "pod label/annotation q", id="bad-label"),
+        pytest.param({"files": {"/etc/c": "x"}}, "inside", id="absolute-file"),
+        pytest.param({"files": {"../c": "x"}}, "inside", id="file-outside-workdir"),
     ],
 )
 def test_check_names_the_adapter_and_the_field(changes: dict[str, object], complaint: str) -> None:
@@ -118,7 +131,37 @@ def test_check_names_the_adapter_and_the_field(changes: dict[str, object], compl
 
 def test_file_templates_may_be_files_beside_the_module(tmp_path: Path) -> None:
     (tmp_path / "conf.yaml").write_text("name: {scheduler_name}\n")
-    adapter = _adapter(files={"c.yaml": Path("conf.yaml"), "d": "inline"}, here=tmp_path)
+    adapter = _adapter(
+        files={"c.yaml": Path("conf.yaml"), "d": "inline", "conf/e": "in a directory"},
+        here=tmp_path,
+    )
     adapter.check()
     assert adapter.file_text("c.yaml") == "name: {scheduler_name}\n"
     assert adapter.file_text("d") == "inline"
+
+
+@pytest.mark.parametrize(
+    ("template", "policy", "value"),
+    [
+        ("{topology_policy}", "restricted", "restricted"),
+        ("{topology_policy:koordinator}", "single-numa-node", "SingleNUMANode"),
+        ("{topology_policy:koordinator}", "restricted", "Restricted"),
+        ("{topology_policy:koordinator}", "best-effort", "BestEffort"),
+        ("{topology_policy:koordinator}", "none", ""),
+    ],
+)
+def test_node_labels_spell_each_nodes_policy(template: str, policy: str, value: str) -> None:
+    assert node_label(template, policy, where="t") == value
+    assert expand(template, _values(topology_policy=policy), where="t") == value
+
+
+@pytest.mark.parametrize(
+    ("template", "complaint"),
+    [
+        ("{topology_policy:volcano}", "unknown policy spelling 'volcano'; use koordinator"),
+        ("{scheduler_name}", "node labels may use {topology_policy}"),
+    ],
+)
+def test_bad_node_labels_are_refused_naming_the_adapter(template: str, complaint: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(complaint)):
+        _adapter(node_labels={"example.com/policy": template}).check()

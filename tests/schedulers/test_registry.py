@@ -42,6 +42,25 @@ def test_an_unknown_name_lists_the_known_ones() -> None:
         registry.select(["nope"], every_mode=False)
 
 
+@pytest.mark.parametrize(
+    ("name", "reads"),
+    [("volcano", {"volcano": True}), ("koordinator", {"koordlet": True})],
+)
+def test_schedulers_reading_other_agents_objects_have_their_nodes_publish_them(
+    name: str, reads: dict[str, bool]
+) -> None:
+    for adapter in registry.select([name], every_mode=True):
+        assert dict(adapter.nrt) == reads
+        assert adapter.build is not None and adapter.install  # CRDs, from their source
+
+
+def test_koordinators_modes() -> None:
+    ids = [a.id for a in registry.select(["koordinator"], every_mode=True)]
+    assert ids == ["koordinator-koordlet", "koordinator-node-label"]
+    (default,) = registry.select(["koordinator"], every_mode=False)
+    assert default.id == "koordinator-koordlet" and not default.node_labels
+
+
 def test_the_documented_example_adapter_is_well_formed(tmp_path: Path) -> None:
     """docs/schedulers/README.md's one-file adapter, as written (its config file beside it)."""
     readme = (REPO / "docs" / "schedulers" / "README.md").read_text()
