@@ -1,10 +1,13 @@
 """The ``fakenrt`` command: a click group; each family of commands lives in its own module
-under :mod:`fakenrt.commands`."""
+under :mod:`fakenrt.commands`. The console script enters through :mod:`fakenrt.launch`."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
+from exporter.extras import MissingExtra
 from fakenrt import __version__
 from fakenrt.commands.controller import controller
 from fakenrt.commands.demo import demo
@@ -17,7 +20,18 @@ from fakenrt.commands.scheduler import scheduler
 from fakenrt.commands.simulate import simulate
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Main(click.Group):
+    """The group; an optional part a command needs but the install lacks (e.g. pod
+    validation's ``kubernetes``) is one ``Error:`` line naming the extra."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MissingExtra as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="fakenrt")
 def main() -> None:
     """fakenrt: NUMA nodes without NUMA hardware.
