@@ -66,7 +66,12 @@ kind-check:
 	kind/shellcheck.sh
 	cd kind/runc-wrapper && go vet ./... && go test -count=1 ./...
 
+# The installs users get, for tests/test_install.py and tests/test_docs.py: make demo's
+# environment (build/venv-runtime, the fakenrt extra) and pip install numa-testkit's
+# (build/venv-base, no extra): tests/setup/venv.sh.
 pytest: $(VENV)/.installed-dev
+	NUMA_TESTKIT_RUNTIME_VENV="$$(PYTHON=$(PYTHON) tests/setup/venv.sh runtime)" \
+	NUMA_TESTKIT_BASE_VENV="$$(PYTHON=$(PYTHON) tests/setup/venv.sh base)" \
 	NUMA_TESTKIT_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" \
 	NUMA_TESTKIT_KUBECTL="$$(tests/controlplane/build-kubectl.sh)" \
 	NUMA_TESTKIT_PROMETHEUS_BIN="$$(tests/prometheus/install.sh)" \
@@ -111,4 +116,4 @@ bench: $(VENV)/.installed-runtime
 	for script in benchmarks/bench_*.py; do echo "== $$script"; $(BIN)/python "$$script"; done
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) build/venv-runtime build/venv-base .mypy_cache .ruff_cache .pytest_cache
