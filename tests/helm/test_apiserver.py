@@ -29,13 +29,17 @@ pytestmark = [
 RENDERS = [
     ("numa-exporter", "numa-exporter", "numa-exporter", None),
     *(("numa-exporter", "gpu", "gpu-ops", v) for v in ci_values("numa-exporter")),
+    ("numa-harness", "numa-harness", "numa-harness", None),
+    *(("numa-harness", "harness", "harness-ci", v) for v in ci_values("numa-harness")),
 ]
 
 
 @pytest.fixture(scope="module")
 def gpu_ops(api_client: client.ApiClient) -> str:
-    """The non-default release's namespace, with its default ServiceAccount."""
-    ensure_namespace(api_client, "gpu-ops")
+    """The releases' namespaces (with their default ServiceAccount); the exporter's
+    non-default one."""
+    for _, _, namespace, _ in RENDERS:
+        ensure_namespace(api_client, namespace)
     return "gpu-ops"
 
 
