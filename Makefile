@@ -1,6 +1,6 @@
 # The two commands a new user needs:
 #   make demo   set up the virtualenv and run the main job
-#   make test   set up, build (or reuse) the control-plane binaries and kubectl, install
+#   make test   set up, build (or reuse) the control-plane binaries, kubectl and helm, install
 #               promtool/prometheus and headless Chromium if missing, run every gate and
 #               test, then the Kind tests (builds the offline Kind node image on first use:
 #               see docs/kind.md; the cluster is deleted at the end)
@@ -12,7 +12,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck imports kind-check pytest kind-test image kind-up kind-down controlplane protos bench clean kubectl promtool rules
+.PHONY: demo test lint typecheck imports kind-check pytest kind-test image kind-up kind-down controlplane protos bench clean kubectl helm promtool rules
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required (set PYTHON=...)")'
@@ -42,6 +42,11 @@ controlplane:
 # the Go caches are warm), and promtool + prometheus (Debian's package; apt-get if missing).
 kubectl: controlplane
 	@tests/controlplane/build-kubectl.sh >/dev/null
+
+# helm at the version pinned in tests/helm/go.mod (the chart tests; after kubectl, so
+# the Go caches are warm).
+helm: kubectl
+	@tests/helm/build.sh >/dev/null
 
 promtool:
 	@tests/prometheus/install.sh >/dev/null
@@ -74,6 +79,7 @@ pytest: $(VENV)/.installed-dev
 	NUMA_TESTKIT_BASE_VENV="$$(PYTHON=$(PYTHON) tests/setup/venv.sh base)" \
 	NUMA_TESTKIT_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" \
 	NUMA_TESTKIT_KUBECTL="$$(tests/controlplane/build-kubectl.sh)" \
+	NUMA_TESTKIT_HELM="$$(tests/helm/build.sh)" \
 	NUMA_TESTKIT_PROMETHEUS_BIN="$$(tests/prometheus/install.sh)" \
 	NUMA_TESTKIT_CHROMIUM="$$(tests/setup/chromium.sh)" \
 	$(BIN)/pytest
@@ -89,13 +95,14 @@ kind-test: $(VENV)/.installed-dev
 	@echo "== kind: Docker engine and offline node image (cached; the first build takes 15-30 min, see docs/kind.md)"
 	kind/build-node-image.sh >/dev/null
 	@echo "== kind: tests (cluster up with the project image, scenarios a-f in-cluster, scenario g, cluster deleted)"
-	$(BIN)/pytest --kind -m 'kind or controlplane' tests/e2e tests/kind
+	NUMA_TESTKIT_HELM="$$(tests/helm/build.sh)" $(BIN)/pytest --kind -m 'kind or controlplane' tests/e2e tests/kind
 	@echo "== kind: real kubelets v1.36.3 on fake NUMA topologies (one cluster): the e2e scenarios a-f (docs/e2e.md), then the oracle - 13 fixed + 50 seeded random scenarios (docs/real-kubelet.md), then fakenrt nrt publish on 3 of them (docs/nrt.md)"
 	$(BIN)/pytest --kind --real-kubelet -m 'kind or controlplane' tests/e2e tests/realnode tests/nrtpub/test_real_kubelet.py
 
 test: $(VENV)/.installed-dev
 	tests/controlplane/build.sh >/dev/null
 	tests/controlplane/build-kubectl.sh >/dev/null
+	tests/helm/build.sh >/dev/null
 	tests/prometheus/install.sh >/dev/null
 	tests/setup/chromium.sh >/dev/null
 	$(MAKE) --no-print-directory lint typecheck imports rules kind-check pytest kind-test
