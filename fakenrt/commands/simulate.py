@@ -12,11 +12,19 @@ from typing import Any
 
 import click
 
-from fakenrt.commands.controller import DURATION
+from fakenrt.commands.params import DAY, Duration, Number, OutputFile
 from fakenrt.profiles import ProfileError
 from fakenrt.scheduler.args import ArgsError, parse_args
 from fakenrt.scheduler.scoring import STRATEGIES as SCORES
-from fakenrt.simulate.limits import LimitError
+from fakenrt.simulate.generator import MIXES
+from fakenrt.simulate.limits import (
+    MAX_ARRIVALS_PER_HOUR,
+    MAX_LAG_SECONDS,
+    MAX_REQUEUES,
+    MAX_SECONDS,
+    MIN_PERIOD,
+    LimitError,
+)
 from fakenrt.simulate.loading import Overrides, bundled_scenario, load_scenario, read_bounded
 from fakenrt.simulate.report import html, table
 from fakenrt.simulate.results import document, to_json
@@ -71,25 +79,47 @@ class _Bar:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Workload trace (YAML, or JSONL when it ends in .jsonl) instead of the scenario's.",
 )
-@click.option("--mix", help="Generate the workload with this named mix instead.")
-@click.option("--arrivals-per-hour", type=float, help="Arrival rate of the generated workload.")
+@click.option(
+    "--mix",
+    type=click.Choice(tuple(MIXES)),
+    help="Generate the workload with this named mix instead.",
+)
+@click.option(
+    "--arrivals-per-hour",
+    type=Number(minimum=0, maximum=MAX_ARRIVALS_PER_HOUR),
+    help="Arrival rate of the generated workload.",
+)
 @click.option(
     "--duration",
-    type=DURATION,
+    type=Duration(positive=True, maximum=MAX_SECONDS),
     help="Simulated time (30s, 2h, ...); also the generated workload's span.",
 )
-@click.option("--nrt-delay", type=DURATION, help="NRT publication delay after a change.")
-@click.option("--nrt-jitter", type=DURATION, help="Extra NRT delay, uniform in [0, jitter].")
 @click.option(
-    "--exporter-delay", type=DURATION, help="Delay from a change to the observed annotations."
+    "--nrt-delay",
+    type=Duration(maximum=MAX_LAG_SECONDS),
+    help="NRT publication delay after a change.",
 )
-@click.option("--period", type=DURATION, help="Scheduling period.")
+@click.option(
+    "--nrt-jitter",
+    type=Duration(maximum=MAX_LAG_SECONDS),
+    help="Extra NRT delay, uniform in [0, jitter].",
+)
+@click.option(
+    "--exporter-delay",
+    type=Duration(maximum=MAX_LAG_SECONDS),
+    help="Delay from a change to the observed annotations.",
+)
+@click.option("--period", type=Duration(minimum=MIN_PERIOD, maximum=DAY), help="Scheduling period.")
 @click.option(
     "--requeue/--no-requeue",
     default=None,
     help="Re-create a pod the kubelet rejected (as its controller would).",
 )
-@click.option("--max-requeues", type=int, help="Re-creations per pod at most.")
+@click.option(
+    "--max-requeues",
+    type=click.IntRange(min=0, max=MAX_REQUEUES),
+    help="Re-creations per pod at most.",
+)
 @click.option("--seed", type=int, help="Seed of the generator and of the NRT jitter.")
 @click.option(
     "--strategy",
@@ -113,7 +143,7 @@ class _Bar:
 @click.option(
     "--report",
     "report_path",
-    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    type=OutputFile(),
     help="Write a self-contained HTML report (charts inline; opens offline).",
 )
 @click.option(
@@ -193,7 +223,14 @@ def run(
         plugin = parse_args({"scoringStrategy": score}, source="--score")
         plugin = replace(scenario.settings.plugin, scoring_strategy=plugin.scoring_strategy)
         scenario = replace(scenario, settings=replace(scenario.settings, plugin=plugin))
-    sweep: Sweep | None = parse_sweep(sweep_text) if sweep_text else None
+    sweep: Sweep | None = None
+    if sweep_text is not None:
+        try:
+            sweep = parse_sweep(sweep_text)
+        except (ScenarioError, LimitError) as exc:
+            raise click.BadParameter(
+                str(exc).removeprefix("--sweep "), param_hint="--sweep"
+            ) from None
     names = list(strategies) if strategies else list(NAMES)
     runs = plan(scenario, names, sweep)
     bar = _Bar(sys.stderr.isatty() if progress is None else progress)
