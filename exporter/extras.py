@@ -20,7 +20,8 @@ DISTRIBUTION = "numa-testkit"
 
 #: Top-level modules (or packages) each extra provides, by extra.
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
-    "fakenrt": ("click", "grpc", "google.protobuf", "prometheus_client", "kubernetes"),
+    "fakenrt": ("click", "matplotlib", "kubernetes"),
+    "distributed": ("distributed",),
 }
 
 
