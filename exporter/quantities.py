@@ -28,6 +28,8 @@ import re
 from functools import cache
 from typing import TYPE_CHECKING
 
+from exporter.validation import quoted
+
 if TYPE_CHECKING:  # imported on the first parse: the exporter's daemon only formats
     from decimal import Context, Decimal
 
@@ -62,23 +64,23 @@ def parse_decimal(value: str | int | float) -> Decimal:
     from decimal import Decimal
 
     if isinstance(value, bool):
-        raise QuantityError(f"{value!r} is not a Kubernetes quantity")
+        raise QuantityError(f"{quoted(value)} is not a Kubernetes quantity")
     if isinstance(value, int | float):
         amount = Decimal(value)
         if not amount.is_finite():
-            raise QuantityError(f"{value!r} is not a Kubernetes quantity")
+            raise QuantityError(f"{quoted(value)} is not a Kubernetes quantity")
         return amount
     text = str(value)
     match = _QUANTITY.fullmatch(text) if len(text) <= MAX_LENGTH else None
     if match is None:
-        raise QuantityError(f"{value!r} is not a Kubernetes quantity")
+        raise QuantityError(f"{quoted(value)} is not a Kubernetes quantity")
     number = Decimal(match["sign"] + match["number"])
     if match["binary"] is not None:
         return _exact().multiply(number, Decimal(1 << _BINARY_SI[match["binary"]]))
     if match["exponent"] is not None:
         exponent = int(match["exponent"])
         if abs(exponent) > MAX_EXPONENT:
-            raise QuantityError(f"{value!r}: exponent beyond 1e{MAX_EXPONENT}")
+            raise QuantityError(f"{quoted(value)}: exponent beyond 1e{MAX_EXPONENT}")
     else:
         exponent = _DECIMAL_SI[match["si"]]
     return number.scaleb(exponent, _exact())
@@ -88,7 +90,7 @@ def parse_integer(value: str | int | float) -> int:
     """Parse a quantity that must be a whole number (``"8"``, ``"16Gi"``, ``"2k"``)."""
     amount = parse_decimal(value)
     if amount != amount.to_integral_value():
-        raise QuantityError(f"{value!r} is not a whole number")
+        raise QuantityError(f"{quoted(value)} is not a whole number")
     return int(amount)
 
 

@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 
 import click
 
-from exporter.extras import MissingExtra, import_optional
+from exporter.extras import MissingExtra, import_optional, missing_extra
 from exporter.validation import one_line
 from fakenrt import __version__
 
@@ -64,6 +64,11 @@ class _Main(click.Group):
             _refuse(exc.format_message(), exc.exit_code)
         except MissingExtra as exc:
             _refuse(str(exc), 1)
+        except ModuleNotFoundError as exc:  # imported where it is needed, e.g. matplotlib
+            refusal = missing_extra(exc, needed_by="fakenrt")
+            if refusal is None:
+                raise
+            _refuse(str(refusal), 1)
         except click.Abort:
             _refuse("aborted", 1)
         except BrokenPipeError:  # e.g. `fakenrt nrt render | head -1`: the reader left

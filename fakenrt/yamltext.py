@@ -113,6 +113,8 @@ def _load(text: str, max_values: int) -> list[object]:
     except (ValueError, OverflowError) as exc:
         if isinstance(exc, YamlError):
             raise
+        if "integer string conversion" in str(exc):
+            raise YamlError("not valid YAML: an integer of more than 4,300 digits") from None
         raise YamlError(f"not valid YAML: a value cannot be read ({quoted(str(exc))})") from None
 
 

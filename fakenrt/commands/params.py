@@ -208,6 +208,28 @@ class HostPath(click.ParamType[str]):
         return text
 
 
+class DaskAddress(click.ParamType[str]):
+    """A Dask scheduler's address: ``[tcp|tls|ucx]://host:port`` or ``host:port``."""
+
+    name = "address"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = str(value)
+        scheme, sep, rest = text.partition("://")
+        if not sep:
+            scheme, rest = "tcp", text
+        problem = None if scheme in ("tcp", "tls", "ucx") else f"scheme {quoted(scheme)}"
+        host = rest.rpartition(":")[0]
+        problem = problem or bind_address_problem(rest) or ("no host" if not host else None)
+        if problem:
+            self.fail(
+                f"{quoted(text)} is not a scheduler address such as tcp://HOST:8786 ({problem})",
+                param,
+                ctx,
+            )
+        return text
+
+
 class OutputFile(click.ParamType[Path]):
     """A file a command writes: not a directory, its directory existing, the path within
     Linux's limits (writing it may still fail: the error names it)."""

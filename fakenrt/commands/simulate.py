@@ -5,6 +5,7 @@ See docs/simulate.md."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from dataclasses import replace
@@ -14,7 +15,7 @@ from typing import Any
 import click
 
 from exporter.validation import one_line
-from fakenrt.commands.params import DAY, Duration, Number, OutputFile
+from fakenrt.commands.params import DaskAddress, Duration, Number, OutputFile
 from fakenrt.profiles import ProfileError
 from fakenrt.scheduler.args import ArgsError, parse_args
 from fakenrt.scheduler.scoring import STRATEGIES as SCORES
@@ -22,14 +23,7 @@ from fakenrt.simulate.breakdown import rejection_rows
 from fakenrt.simulate.columns import glossary_lines
 from fakenrt.simulate.dask_runs import ExecutorError
 from fakenrt.simulate.generator import MIXES
-from fakenrt.simulate.limits import (
-    MAX_ARRIVALS_PER_HOUR,
-    MAX_LAG_SECONDS,
-    MAX_REQUEUES,
-    MAX_SECONDS,
-    MIN_PERIOD,
-    LimitError,
-)
+from fakenrt.simulate.limits import LimitError
 from fakenrt.simulate.loading import Overrides, bundled_scenario, load_scenario
 from fakenrt.simulate.report import html, table
 from fakenrt.simulate.results import document, to_json
@@ -38,6 +32,11 @@ from fakenrt.simulate.scenario import SWEEPABLE, ScenarioError, check_setting
 from fakenrt.simulate.strategies import NAMES
 from fakenrt.simulate.sweep import Sweep, collect, parse_sweep, plan, seed_values
 from fakenrt.simulate.workload import WorkloadError
+
+#: The options' syntax and finiteness here; their ranges are the scenario's
+#: (fakenrt.simulate.scenario.check_setting), with the same messages as in a scenario file.
+SECONDS = Duration(maximum=math.inf)
+FINITE = Number(minimum=-math.inf, maximum=math.inf)
 
 INPUT_ERRORS = (ScenarioError, WorkloadError, LimitError, ProfileError, ArgsError)
 
@@ -92,42 +91,34 @@ EPILOG = "\b\n" + "\n".join(glossary_lines())
     type=click.Choice(tuple(MIXES)),
     help="Generate the workload with this named mix instead.",
 )
-@click.option(
-    "--arrivals-per-hour",
-    type=Number(minimum=0, maximum=MAX_ARRIVALS_PER_HOUR),
-    help="Arrival rate of the generated workload.",
-)
+@click.option("--arrivals-per-hour", type=FINITE, help="Arrival rate of the generated workload.")
 @click.option(
     "--duration",
-    type=Duration(positive=True, maximum=MAX_SECONDS),
+    type=SECONDS,
     help="Simulated time (30s, 2h, ...); also the generated workload's span.",
 )
 @click.option(
     "--nrt-delay",
-    type=Duration(maximum=MAX_LAG_SECONDS),
+    type=SECONDS,
     help="NRT publication delay after a change.",
 )
 @click.option(
     "--nrt-jitter",
-    type=Duration(maximum=MAX_LAG_SECONDS),
+    type=SECONDS,
     help="Extra NRT delay, uniform in [0, jitter].",
 )
 @click.option(
     "--exporter-delay",
-    type=Duration(maximum=MAX_LAG_SECONDS),
+    type=SECONDS,
     help="Delay from a change to the observed annotations.",
 )
-@click.option("--period", type=Duration(minimum=MIN_PERIOD, maximum=DAY), help="Scheduling period.")
+@click.option("--period", type=SECONDS, help="Scheduling period.")
 @click.option(
     "--requeue/--no-requeue",
     default=None,
     help="Re-create a pod the kubelet rejected (as its controller would).",
 )
-@click.option(
-    "--max-requeues",
-    type=click.IntRange(min=0, max=MAX_REQUEUES),
-    help="Re-creations per pod at most.",
-)
+@click.option("--max-requeues", type=int, help="Re-creations per pod at most.")
 @click.option("--seed", type=int, help="Seed of the generator and of the NRT jitter.")
 @click.option(
     "--strategy",
@@ -187,6 +178,7 @@ EPILOG = "\b\n" + "\n".join(glossary_lines())
 )
 @click.option(
     "--address",
+    type=DaskAddress(),
     help="The Dask scheduler of --executor dask (tcp://HOST:8786).",
 )
 @click.option(

@@ -104,9 +104,14 @@ class Command:
     argv: tuple[str, ...]
     base: tuple[tuple[str, str | None], ...]
     conflicts: tuple[tuple[str, str], ...] = ()
+    #: arguments an option is only read with (its companion options)
+    companions: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def args(self, d: Path, replaced: str) -> list[str]:
         out = list(self.argv)
+        for tested, extra in self.companions:
+            if tested == replaced:
+                out.extend(extra)
         dropped = {replaced, *(other for tested, other in self.conflicts if tested == replaced)}
         for option, value in self.base:
             if option in dropped:
@@ -127,6 +132,7 @@ COMMANDS = {
             ("--no-progress", None),
         ),
         conflicts=(("--mix", "--trace"), ("--arrivals-per-hour", "--trace")),
+        companions=(("--address", ("--executor", "dask")),),
     ),
     "fakenrt kubelet explain": Command(
         ("fakenrt", "kubelet", "explain"),
@@ -213,6 +219,10 @@ OPTIONS: dict[tuple[str, str], str] = {
     ("fakenrt simulate", "--strategy"): "choice",
     ("fakenrt simulate", "--score"): "choice",
     ("fakenrt simulate", "--sweep"): "spec",
+    ("fakenrt simulate", "--seeds"): "integer",
+    ("fakenrt simulate", "--rejections"): "output-file",
+    ("fakenrt simulate", "--executor"): "choice",
+    ("fakenrt simulate", "--address"): "dask-address",
     ("fakenrt simulate", "--json"): NOT_INPUTS,
     ("fakenrt simulate", "--report"): "output-file",
     ("fakenrt simulate", "--jobs"): "integer",
@@ -341,6 +351,12 @@ _SPECS = [
     Hostile("garbage", h._const("=,=,=;;"), "{option}"),
     Hostile("10k-characters", h._const("x" * 10_000), "{option}"),
 ]
+_DASK_ADDRESSES = [
+    Hostile("garbage", h._const("=,=,=;;"), "{option}"),
+    Hostile("other-scheme", h._const("http://scheduler:8786"), "{option}"),
+    Hostile("port-too-large", h._const("tcp://scheduler:99999"), "{option}"),
+    Hostile("10k-characters", h._const("tcp://" + "h" * 10_000 + ":8786"), "{option}"),
+]
 _IMAGES = [
     Hostile("empty", h._const(""), "{option}"),
     Hostile("spaces", h._const("Bad Image!"), "{option}"),
@@ -369,6 +385,7 @@ CLASSES: dict[str, list[Hostile]] = {
     "address": h.ADDRESSES,
     "choice": h.CHOICES,
     "spec": _SPECS,
+    "dask-address": _DASK_ADDRESSES,
     "image": _IMAGES,
     "pod-ref": _POD_REFS,
     "path-text": _PATH_TEXT,
@@ -384,8 +401,11 @@ KEPT: dict[tuple[str, str], set[str]] = {
 
 #: Values a class lists that an option of it legitimately takes (not hostile there): a
 #: negative seed; /dev/null as "no pods on the node" and as "the default arguments" (an
-#: empty file is documented as the defaults).
+#: empty file is documented as the defaults); an unwritable --rejections file when the
+#: run rejected nothing (the empty JSONL writes no byte, so nothing fails).
 ACCEPTED = {
+    ("fakenrt simulate", "--rejections", "dev-full"),
+    ("fakenrt simulate", "--rejections", "proc"),
     ("fakenrt scheduler evaluate", "--pods-on-node", "dev-null"),
     ("fakenrt scheduler evaluate", "--args", "dev-null"),
     ("fakenrt scheduler run", "--args", "dev-null"),
