@@ -124,9 +124,9 @@ def test_helm_install_annotates_a_pod_with_the_real_kubelets_cpus(
             or None
         ),
     )
-    kind.kubectl_run(
-        "-n", namespace, "apply", "-f", "-", stdin=json.dumps(guaranteed_pod("exclusive", 1))
-    )
+    pod = guaranteed_pod("exclusive", 1)
+    pod["spec"]["containers"][0]["image"] = _lib_value("PROJECT_IMAGE")  # the one loaded
+    kind.kubectl_run("-n", namespace, "apply", "-f", "-", stdin=json.dumps(pod))
     obj = running_pod(kind, namespace, "exclusive")
     state = json.loads(kind.node_exec("cat", "/var/lib/kubelet/cpu_manager_state"))
     cpus = parse_cpulist(state["entries"][obj["metadata"]["uid"]]["work"])
