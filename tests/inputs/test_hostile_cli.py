@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -460,8 +461,8 @@ def test_every_option_of_every_command_is_classified() -> None:
     assert leaves <= set(COMMANDS)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_a_hostile_input_is_refused_in_one_line(case: Case, inputs: Path) -> None:
+def _check(case: Case, inputs: Path) -> tuple[list[str], str]:
+    """Run one case; (its problems, its stderr)."""
     command = COMMANDS[case.command]
     value = case.hostile.make(inputs / "hostile")
     argv = command.args(inputs, replaced=case.option)
@@ -475,11 +476,39 @@ def test_a_hostile_input_is_refused_in_one_line(case: Case, inputs: Path) -> Non
     place = place if len(place) < 200 else place[:200]
     if case.kept:
         outcome = h.run(argv, env=env, cwd=inputs, stop_after=h.OBSERVE_S)
-        problems = outcome.kept_problems(place)
-    else:
-        outcome = h.run(argv, env=env, cwd=inputs)
-        problems = outcome.problems(place)
-    assert not problems, f"{case.id}: {problems}\nstderr: {outcome.stderr[:2000]!r}"
+        return outcome.kept_problems(place), outcome.stderr
+    outcome = h.run(argv, env=env, cwd=inputs)
+    return outcome.problems(place), outcome.stderr
+
+
+#: Cases run at once: each is a process under its own limits, and many wait (a FIFO for
+#: its 10 s, a daemon watched serving), so they overlap.
+PARALLEL = 4
+
+
+@pytest.fixture(scope="module")
+def outcomes(request: pytest.FixtureRequest, inputs: Path) -> dict[str, tuple[list[str], str]]:
+    """The outcome of every selected case, run PARALLEL at a time the first time one is
+    asked for (the hostile files are made first, one thread)."""
+    selected: list[Case] = [
+        item.callspec.params["case"]
+        for item in request.session.items
+        if isinstance(item, pytest.Function)
+        and item.originalname == "test_a_hostile_input_is_refused_in_one_line"
+    ]
+    for case in selected:
+        case.hostile.make(inputs / "hostile")
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        results = pool.map(lambda case: _check(case, inputs), selected)
+        return {case.id: result for case, result in zip(selected, results, strict=True)}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_a_hostile_input_is_refused_in_one_line(
+    case: Case, outcomes: dict[str, tuple[list[str], str]]
+) -> None:
+    problems, stderr = outcomes[case.id]
+    assert not problems, f"{case.id}: {problems}\nstderr: {stderr[:2000]!r}"
 
 
 def _nrt(inputs: Path, change: Callable[[dict[str, Any]], None]) -> str:
