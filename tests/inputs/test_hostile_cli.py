@@ -490,11 +490,12 @@ PARALLEL = 4
 def outcomes(request: pytest.FixtureRequest, inputs: Path) -> dict[str, tuple[list[str], str]]:
     """The outcome of every selected case, run PARALLEL at a time the first time one is
     asked for (the hostile files are made first, one thread)."""
-    selected: list[Case] = [
-        item.callspec.params["case"]
+    selected = [
+        case
         for item in request.session.items
         if isinstance(item, pytest.Function)
         and item.originalname == "test_a_hostile_input_is_refused_in_one_line"
+        and isinstance(case := item.callspec.params["case"], Case)
     ]
     for case in selected:
         case.hostile.make(inputs / "hostile")
