@@ -22,9 +22,10 @@ import re
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
+from click.core import ParameterSource
 
 from exporter.validation import (
     bind_address_problem,
@@ -50,7 +51,28 @@ _IMAGE = re.compile(
 )
 
 
-class Duration(click.ParamType[float]):
+class _EnvNamed:
+    """A refusal that names the environment variable when the value came from there
+    (``fakenrt nrt publish``'s ``NODE_NAME``), not only the option."""
+
+    def fail(
+        self,
+        message: str,
+        param: click.Parameter | None = None,
+        ctx: click.Context | None = None,
+    ) -> NoReturn:
+        if (
+            ctx is not None
+            and param is not None
+            and param.name
+            and ctx.get_parameter_source(param.name) == ParameterSource.ENVIRONMENT
+        ):
+            names = [param.envvar] if isinstance(param.envvar, str) else param.envvar or []
+            message += f" (from the environment variable {', '.join(names)})"
+        raise click.BadParameter(message, ctx=ctx, param=param)
+
+
+class Duration(_EnvNamed, click.ParamType[float]):
     """Seconds from a duration (``90s``, ``1m30s``, ``250ms``, ``1.5h``) or a number,
     in [minimum, maximum]; ``positive`` refuses 0."""
 
@@ -88,7 +110,7 @@ class Duration(click.ParamType[float]):
 DURATION = Duration()
 
 
-class Number(click.ParamType[float]):
+class Number(_EnvNamed, click.ParamType[float]):
     """A finite number in [minimum, maximum]."""
 
     name = "number"
@@ -113,7 +135,7 @@ class Number(click.ParamType[float]):
         return number
 
 
-class Name(click.ParamType[str]):
+class Name(_EnvNamed, click.ParamType[str]):
     """A name the API server accepts: ``subdomain`` (nodes, pods), ``label`` (namespaces,
     ServiceAccounts) or ``label-value`` (label values, e.g. the controller's name)."""
 
@@ -141,7 +163,7 @@ class Name(click.ParamType[str]):
         return text
 
 
-class BindAddress(click.ParamType[str]):
+class BindAddress(_EnvNamed, click.ParamType[str]):
     """``host:port``, ``:port`` or ``[v6]:port`` to listen on (exporter.health's syntax);
     with ``optional``, empty means no server."""
 
@@ -160,7 +182,7 @@ class BindAddress(click.ParamType[str]):
         return text
 
 
-class Image(click.ParamType[str]):
+class Image(_EnvNamed, click.ParamType[str]):
     """A container image reference (``registry/path:tag``), at most 255 characters."""
 
     name = "image"
@@ -174,7 +196,7 @@ class Image(click.ParamType[str]):
         return text
 
 
-class KindClusterName(click.ParamType[str]):
+class KindClusterName(_EnvNamed, click.ParamType[str]):
     """A Kind cluster name: Kind's own rule (``^[a-z0-9.-]+$``, in
     ``sigs.k8s.io/kind/pkg/internal/apis/config/validate.go``), at most 50 characters so
     that its node names (``<cluster>-worker12``) stay DNS labels."""
@@ -193,7 +215,7 @@ class KindClusterName(click.ParamType[str]):
         return text
 
 
-class HostPath(click.ParamType[str]):
+class HostPath(_EnvNamed, click.ParamType[str]):
     """An absolute path on another host, written into manifests (a hostPath): printable,
     one line, within PATH_MAX."""
 
@@ -208,7 +230,7 @@ class HostPath(click.ParamType[str]):
         return text
 
 
-class DaskAddress(click.ParamType[str]):
+class DaskAddress(_EnvNamed, click.ParamType[str]):
     """A Dask scheduler's address: ``[tcp|tls|ucx]://host:port`` or ``host:port``."""
 
     name = "address"
@@ -230,7 +252,7 @@ class DaskAddress(click.ParamType[str]):
         return text
 
 
-class OutputFile(click.ParamType[Path]):
+class OutputFile(_EnvNamed, click.ParamType[Path]):
     """A file a command writes: not a directory, its directory existing, the path within
     Linux's limits (writing it may still fail: the error names it)."""
 
@@ -250,7 +272,7 @@ class OutputFile(click.ParamType[Path]):
         return path
 
 
-class NodePath(click.ParamType[Path]):
+class NodePath(_EnvNamed, click.ParamType[Path]):
     """A path on the node a daemon reads again at every poll (sysfs, the kubelet's socket
     or configuration file): it may appear later, so only what can never work is refused
     here - too long a path, the wrong kind of file, a socket path past ``sun_path``."""
@@ -292,7 +314,7 @@ def listed(names: Sequence[str], shown: int = 10) -> str:
     return f"{head} and {len(names) - shown} more" if len(names) > shown else head
 
 
-class Directory(click.ParamType[Path]):
+class Directory(_EnvNamed, click.ParamType[Path]):
     """A directory a command writes into: absolute (``relative=False``) or not, at most
     PATH_MAX, writable (checked by making and removing an empty directory in it), and
     either existing or, with ``create``, creatable because its parent exists - never a

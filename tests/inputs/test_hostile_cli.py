@@ -338,6 +338,11 @@ EXPORTER_ENV = {
     "--rpc-timeout": "PODRESOURCES_TIMEOUT",
     "--log-level": "LOG_LEVEL",
 }
+#: The environment variables the daemons read, by (command, option).
+ENV = {
+    ("fakenrt nrt publish", "--node"): "NODE_NAME",
+    **{("numa-exporter run", option): name for option, name in EXPORTER_ENV.items()},
+}
 
 _SOCKETS = [
     Hostile("directory", str, "{option}"),
@@ -441,8 +446,8 @@ def _cases() -> Iterator[Case]:
             if (command, option, hostile.id) in ACCEPTED:
                 continue
             yield Case(command, option, hostile)
-            if command == "numa-exporter run" and option in EXPORTER_ENV:
-                yield Case(command, option, hostile, env=EXPORTER_ENV[option])
+            if (command, option) in ENV:
+                yield Case(command, option, hostile, env=ENV[command, option])
 
 
 CASES = list(_cases())
