@@ -30,6 +30,7 @@ from exporter.pod_cache import PodCache
 from exporter.podresources_client import DEFAULT_TIMEOUT_S, PodResourcesClient
 from exporter.reconciler import Reconciler
 from exporter.sysfs import read_cpu_numa_map
+from exporter.writepool import DEFAULT_WRITE_CONCURRENCY, WritePool
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,9 @@ class Options:
     metrics_bind_address: str = ":8080"
     rpc_timeout_s: float = DEFAULT_TIMEOUT_S
     readiness_window: int = 3
+    #: patches in flight at once (one per pod): a slow API server costs latency, not
+    #: a pass of (pods x latency)
+    write_concurrency: int = DEFAULT_WRITE_CONCURRENCY
     #: /healthz fails after the reconcile loop made no progress for this long (None:
     #: ``liveness_window_s(poll_interval_s, rpc_timeout_s)``)
     liveness_window_s: float | None = None
@@ -104,6 +108,7 @@ class Exporter:
             podresources=self.podresources,
             cache=self.cache,
             patcher=Patcher(pod_api, sleep=self._sleep, rng=rng),
+            writes=WritePool(options.write_concurrency, name="patch"),
             load_cpu_map=lambda: read_cpu_numa_map(options.sysfs_root),
             metrics=self.metrics,
             health=self.health,
@@ -165,8 +170,10 @@ def freeze_startup_heap() -> None:
     """Move every object alive now (modules, classes, functions: the imports) out of the
     garbage collector's sight: they live as long as the process, and the collections a
     burst of decoded pods triggers would otherwise walk them all, again and again (no
-    collection first: a full one costs more CPU than the few cycles it would free)."""
+    collection first: a full one costs more CPU than the few cycles it would free). The
+    collector is on from here (the console script starts with it off, for the imports)."""
     gc.freeze()
+    gc.enable()
 
 
 def run(

@@ -9,9 +9,7 @@ The schema is not written here: it is the model metadata of the ``kubernetes`` P
 client (each generated model's ``openapi_types`` and ``attribute_map``), walked
 recursively from ``V1Pod``. The client is generated from the API server's OpenAPI
 document, so the set of known fields follows the client version installed (a field newer
-than that client is refused: upgrade the client). It comes with the ``fakenrt`` extra and
-is imported on first use; where it is missing, :class:`exporter.extras.MissingExtra`
-names the extra in one line.
+than that client is refused: upgrade the client).
 
 Quantity fields (``resources.limits``, ``overhead``, ``sizeLimit``...) are typed as
 strings by the client but, like the API server, accept YAML numbers too.
@@ -26,8 +24,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
-
-from exporter.extras import import_optional
 
 #: Client attributes that are Kubernetes quantities (int-or-string on the wire).
 _QUANTITY_ATTRIBUTES = frozenset(
@@ -58,7 +54,8 @@ class _Model:
 
 @cache
 def _model(name: str) -> _Model | None:
-    models = import_optional("kubernetes.client.models", needed_by="pod validation")
+    from kubernetes.client import models
+
     cls = getattr(models, name, None)
     types = getattr(cls, "openapi_types", None)
     attributes = getattr(cls, "attribute_map", None)

@@ -4,11 +4,11 @@ extra it documents, and a missing optional part is one line naming the extra.
 Each console script is checked in a virtualenv built with exactly the extra its docs name
 (README, "Installing by hand"): ``numa-exporter`` in ``pip install numa-testkit`` (no
 extra, a wheel of the tree), ``fakenrt`` in the environment ``make demo`` builds (the
-``fakenrt`` extra). Every module a command can reach is found from its entry point by
-reading the import statements of the source - those inside functions too, and the modules
-named to :func:`exporter.extras.import_optional` - and then imported in that virtualenv,
-the third-party ones included; every command's ``--help`` runs there through the real
-console script.
+``fakenrt`` extra). Every module a command can reach is found by reading the import
+statements of the source - those inside functions too - from its entry point and from
+every module of its package (fakenrt imports its commands by name), and then imported in
+that virtualenv, the third-party ones included; every command's ``--help`` runs there
+through the real console script.
 """
 
 from __future__ import annotations
@@ -54,9 +54,9 @@ def _module_file(name: str) -> Path | None:
 
 
 def _imports_of(name: str, path: Path) -> Iterator[str]:
-    """Every module an import statement (anywhere in the file) or an
-    ``import_optional("...")`` call of ``path`` loads; ``module:name`` for each name of a
-    ``from module import name`` (a submodule or an attribute)."""
+    """Every module an import statement (anywhere in the file) of ``path`` loads;
+    ``module:name`` for each name of a ``from module import name`` (a submodule or an
+    attribute)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -70,14 +70,6 @@ def _imports_of(name: str, path: Path) -> Iterator[str]:
                 module = node.module or ""
             yield module
             yield from (f"{module}:{alias.name}" for alias in node.names)
-        elif (
-            isinstance(node, ast.Call)
-            and getattr(node.func, "id", getattr(node.func, "attr", None)) == "import_optional"
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str)
-        ):
-            yield node.args[0].value
 
 
 @cache
@@ -175,7 +167,7 @@ def test_the_closure_sees_imports_inside_functions() -> None:
     """The walk is the check's substance: a lazy import deep in a command is found."""
     project, third_party = script_closure("fakenrt")
     assert "fakenrt.podschema" in project
-    assert "kubernetes.client.models" in third_party  # via import_optional
+    assert "kubernetes.client:models" in third_party  # imported inside pod validation
     assert "prometheus_client:CollectorRegistry" in third_party  # inside the controller command
     exporter_project, _ = script_closure("numa-exporter")
     assert not any(m.startswith("fakenrt") for m in exporter_project)
@@ -246,16 +238,6 @@ def test_fakenrt_without_its_extra_names_it(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("hidden", "words", "line"),
     [
-        pytest.param(
-            "kubernetes",
-            [
-                *("kubelet", "explain", "--profile", "fakenrt/examples/profiles/dgx.yaml"),
-                *("--node", "dgx-a", "--pod", "fakenrt/examples/pods/dgx-training.yaml"),
-            ],
-            "Error: pod validation needs the 'fakenrt' extra of numa-testkit (kubernetes is "
-            "not installed): pip install 'numa-testkit[fakenrt]'",
-            id="kubernetes",
-        ),
         pytest.param(
             "matplotlib",
             [

@@ -188,12 +188,19 @@ CASES: list[tuple[dict[str, str], Any, Any]] = [
         (9464, ["--metrics-bind-address=0.0.0.0:9464"], "9464"),
     ),
     (
-        {"pollInterval": "2.5", "rpcTimeout": "5", "logLevel": "debug", "extraArgs[0]": "--x"},
+        {
+            "pollInterval": "2.5",
+            "rpcTimeout": "5",
+            "writeConcurrency": "8",
+            "logLevel": "debug",
+            "extraArgs[0]": "--x",
+        },
         lambda o: _container(o)["args"][3:],
         [
             "--poll-interval=2.5",
             "--metrics-bind-address=:8080",
             "--rpc-timeout=5",
+            "--write-concurrency=8",
             "--log-level=debug",
             "--x",
         ],
@@ -297,5 +304,6 @@ def test_the_ci_values_render_a_gpu_fleet(helm: Helm) -> None:
         "--poll-interval=2.5",
         "--metrics-bind-address=0.0.0.0:9464",
         "--rpc-timeout=5",
+        "--write-concurrency=8",
         "--log-level=debug",
     ]

@@ -16,9 +16,12 @@ import resource
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 #: Limits of every run: CPU seconds and address space. A refusal needs a fraction of
 #: either; a command that hangs in a loop or grows with its input hits them.
@@ -29,8 +32,10 @@ MEMORY_LIMIT = 1536 * 2**20
 HANG_GUARD_S = 90.0
 #: The longest error line accepted: a bounded quote of the input, the place, the reason.
 MAX_LINE = 1000
-#: How long a daemon that keeps serving on a bad input is watched before SIGTERM.
-OBSERVE_S = 4.0
+#: A daemon that keeps serving on a bad input is watched until it says so, at most this
+#: long (a loaded machine starts it slowly), and this much longer once it has.
+OBSERVE_CAP_S = 60.0
+OBSERVE_AFTER_S = 1.0
 
 BIN = Path(sys.prefix) / "bin"
 
@@ -41,7 +46,7 @@ class Outcome:
     stdout: str
     stderr: str
     signal_name: str | None = None
-    #: with stop_after: it was still running when SIGTERM was sent
+    #: with stop_when: it was still running when SIGTERM was sent
     ran: bool = False
 
     def kept_problems(self, place: str) -> list[str]:
@@ -95,11 +100,12 @@ def run(
     *,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
-    stop_after: float | None = None,
+    stop_when: str | None = None,
 ) -> Outcome:
     """The console script ``argv[0]`` (of this virtualenv) with ``argv[1:]``, under the
-    limits; stdin is /dev/null. With ``stop_after``, SIGTERM after that many seconds if
-    it still runs (a daemon watched serving on)."""
+    limits; stdin is /dev/null. With ``stop_when``, a daemon is watched serving on: SIGTERM
+    once its stderr shows that text (it has read what is checked and said so) or after
+    :data:`OBSERVE_CAP_S`, whichever comes first, if it still runs."""
     full_env = {
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         "HOME": str(cwd or Path.cwd()),
@@ -115,23 +121,48 @@ def run(
         cwd=cwd,
         preexec_fn=_limits,  # noqa: PLW1509 - limits and a session of its own, nothing else
     )
+    out_chunks: list[bytes] = []
+    err_chunks: list[bytes] = []
+    readers = [
+        threading.Thread(target=_drain, args=(proc.stdout, out_chunks), daemon=True),
+        threading.Thread(target=_drain, args=(proc.stderr, err_chunks), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
     ran = False
-    if stop_after is not None:
-        try:
-            proc.wait(timeout=stop_after)
-        except subprocess.TimeoutExpired:
+    if stop_when is not None:
+        deadline = time.monotonic() + OBSERVE_CAP_S
+        seen = stop_when.encode()
+        while proc.poll() is None and time.monotonic() < deadline:
+            if seen in b"".join(err_chunks):
+                time.sleep(OBSERVE_AFTER_S)  # and a little more of its serving
+                break
+            time.sleep(0.1)
+        if proc.poll() is None:
             ran = True
             proc.send_signal(signal.SIGTERM)
     try:
-        out, err = proc.communicate(timeout=HANG_GUARD_S)
+        proc.wait(timeout=HANG_GUARD_S)
+        killed = False
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        return Outcome(None, out.decode(errors="replace"), err.decode(errors="replace"))
+        proc.wait()
+        killed = True
+    for reader in readers:
+        reader.join()
+    out = b"".join(out_chunks).decode(errors="replace")
+    err = b"".join(err_chunks).decode(errors="replace")
+    if killed:
+        return Outcome(None, out, err)
     name = signal.Signals(-proc.returncode).name if proc.returncode < 0 else None
-    return Outcome(
-        proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"), name, ran
-    )
+    return Outcome(proc.returncode, out, err, name, ran)
+
+
+def _drain(stream: IO[bytes] | None, chunks: list[bytes]) -> None:
+    if stream is None:
+        return
+    while chunk := stream.read1(65536):  # type: ignore[attr-defined]
+        chunks.append(chunk)
 
 
 @dataclass(frozen=True)
