@@ -73,9 +73,12 @@ def run_command(
         try:
             run(options, kube, first_pod_list=first_pod_list)
         except SysfsError as exc:
-            raise CommandError(str(exc)) from exc
+            raise CommandError(f"--sysfs-root (SYSFS_ROOT): {exc}") from exc
         except OSError as exc:
-            raise CommandError(f"cannot serve on {metrics_bind_address}: {exc}") from exc
+            raise CommandError(
+                f"--metrics-bind-address (METRICS_BIND_ADDRESS) {metrics_bind_address}: "
+                f"cannot listen: {exc.strerror or exc}"
+            ) from exc
 
 
 def observe_command(
@@ -103,7 +106,9 @@ def observe_command(
             pod=pod,
             timeout_s=rpc_timeout,
         )
-    except (SysfsError, PodResourcesError, ApiError) as exc:
+    except SysfsError as exc:
+        raise CommandError(f"--sysfs-root: {exc}") from exc
+    except (PodResourcesError, ApiError) as exc:
         raise CommandError(str(exc)) from exc
     json.dump(result, sys.stdout, sort_keys=True)
     sys.stdout.write("\n")

@@ -23,6 +23,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from exporter.quantities import QuantityError, parse_decimal
+from exporter.validation import quoted
 
 QOS_RESOURCES = ("cpu", "memory")
 #: The kubelet reads quantities as 64-bit integers (``Quantity.Value`` / ``MilliValue``).
@@ -144,18 +145,18 @@ def _resources(raw: Any, where: str) -> dict[str, Decimal]:
     out: dict[str, Decimal] = {}
     for name, value in raw.items():
         if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise PodSpecError(f"{where}.{name}: {value!r} is not a quantity")
+            raise PodSpecError(f"{where}.{name}: {quoted(value)} is not a quantity")
         try:
             amount = parse_decimal(value)
         except QuantityError as exc:
             raise PodSpecError(f"{where}.{name}: {exc}") from exc
         if not amount.is_finite():
-            raise PodSpecError(f"{where}.{name}: {value!r} is not a finite quantity")
+            raise PodSpecError(f"{where}.{name}: {quoted(value)} is not a finite quantity")
         if amount < 0:
-            raise PodSpecError(f"{where}.{name}: {value!r} is negative")
+            raise PodSpecError(f"{where}.{name}: {quoted(value)} is negative")
         if amount * (1000 if name == "cpu" else 1) > MAX_INT64:
             raise PodSpecError(
-                f"{where}.{name}: {value!r} is out of range (the kubelet reads quantities as "
+                f"{where}.{name}: {quoted(value)} is out of range (the kubelet reads quantities as "
                 "64-bit integers)"
             )
         out[str(name)] = amount
@@ -179,7 +180,7 @@ def _container(raw: Any, where: str, *, init: bool) -> ContainerSpec:
     restart_policy = raw.get("restartPolicy")
     if restart_policy not in (None, "Always"):
         raise PodSpecError(
-            f"{where}.restartPolicy: only 'Always' is allowed, not {restart_policy!r}"
+            f"{where}.restartPolicy: only 'Always' is allowed, not {quoted(restart_policy)}"
         )
     if restart_policy == "Always" and not init:
         raise PodSpecError(f"{where}.restartPolicy is only allowed on init containers")
@@ -194,7 +195,7 @@ def pod_from_manifest(manifest: Mapping[str, Any], *, source: str = "pod") -> Po
         raise PodSpecError(f"{source}: a Pod manifest must be a mapping")
     kind = manifest.get("kind", "Pod")
     if kind != "Pod":
-        raise PodSpecError(f"{source}: expected kind Pod, found {kind!r}")
+        raise PodSpecError(f"{source}: expected kind Pod, found {quoted(kind)}")
     meta = manifest.get("metadata") or {}
     if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str) or not meta["name"]:
         raise PodSpecError(f"{source}: metadata.name is required")

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import click
 
+from exporter.validation import quoted
+from fakenrt.commands.params import Name, listed
 from fakenrt.commands.podfiles import InputError, parse_pods, read_pods
 from fakenrt.kubelet.allocation import AdmissionResult
 from fakenrt.kubelet.explain import SHOWN_HINTS, render_text, result_json
@@ -28,12 +30,12 @@ def pick_node(profiles: Sequence[NodeProfile], name: str | None, *, source: str)
         if len(profiles) == 1:
             return profiles[0]
         raise InputError(
-            f"{source} has {len(profiles)} nodes ({', '.join(names)}): pick one with --node"
+            f"{source} has {len(profiles)} nodes ({listed(names)}): pick one with --node"
         )
     for p in profiles:
         if p.name == name:
             return p
-    raise InputError(f"{source}: no node named {name!r} (nodes: {', '.join(names)})")
+    raise InputError(f"--node {quoted(name)}: no such node in {source} (nodes: {listed(names)})")
 
 
 def new_node_state(profile: NodeProfile, *, source: str) -> NodeState:
@@ -84,7 +86,10 @@ def kubelet() -> None:
     help="Node profile YAML file (one or more nodes).",
 )
 @click.option(
-    "--node", default=None, help="Node of the profile file; required when it has several."
+    "--node",
+    type=Name(),
+    default=None,
+    help="Node of the profile file; required when it has several.",
 )
 @click.option(
     "--pod",

@@ -14,15 +14,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import yaml
-
 from fakenrt.podspec import PodSpec
 from fakenrt.podvalidation import PodInvalid
 from fakenrt.podvalidation import validated_pod as _validated_pod
 from fakenrt.profiles.loading import load_yaml_documents
 from fakenrt.textfiles import TextFileError, read_text
+from fakenrt.yamltext import YamlError
 
 LIST_KINDS = ("List", "PodList")
+#: Pods one command reads: a node runs at most its maxPods (110 by default, a few hundred
+#: where raised); each pod costs about a millisecond to validate and admit.
+MAX_PODS = 1000
 
 
 class InputError(ValueError):
@@ -33,8 +35,8 @@ def manifests_in(text: str, *, source: str) -> list[tuple[str, Any]]:
     """The manifests of a YAML text, each with the label to name it by in errors."""
     try:
         documents = load_yaml_documents(text)
-    except yaml.YAMLError as exc:
-        raise InputError(f"{source}: not valid YAML: {' '.join(str(exc).split())}") from None
+    except YamlError as exc:
+        raise InputError(f"{source}: {exc}") from None
     found: list[tuple[int, int | None, Any]] = []
     for i, doc in enumerate(documents):
         if isinstance(doc, Mapping) and doc.get("kind") in LIST_KINDS:
@@ -44,6 +46,11 @@ def manifests_in(text: str, *, source: str) -> list[tuple[str, Any]]:
             found.extend((i, j, item) for j, item in enumerate(items))
         else:
             found.append((i, None, doc))
+    if len(found) > MAX_PODS:
+        raise InputError(
+            f"{source}: {len(found)} pods; fakenrt reads at most {MAX_PODS} (a node runs at "
+            "most its maxPods, 110 by default)"
+        )
     several = len(documents) > 1
     out: list[tuple[str, Any]] = []
     for i, j, manifest in found:
@@ -86,6 +93,8 @@ def read_pods(paths: Iterable[str]) -> list[PodSpec]:
         manifests = read_manifests(path)
         if not manifests:
             raise InputError(f"{path}: no Pod found")
+        if len(pods) + len(manifests) > MAX_PODS:
+            raise InputError(f"{path}: more than {MAX_PODS} pods in the files given")
         for label, manifest in manifests:
             pod = validated_pod(manifest, source=label)
             if pod.key in seen:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from exporter.cpulist import format_cpulist
+from exporter.validation import quoted
 from fakenrt.durations import DurationError, parse_duration
 from fakenrt.profiles.cputopology import shape_zone_cpus, split_cores, zones_topology
 from fakenrt.profiles.devices import DeviceSpec, assign_ids, parse_device_map
@@ -39,7 +40,7 @@ from fakenrt.profiles.kubeletfields import (
     parse_reserved,
     parse_reserved_memory,
 )
-from fakenrt.profiles.limits import MAX_ALIGNED_NUMA_NODES, MAX_CPUS
+from fakenrt.profiles.limits import MAX_ALIGNED_NUMA_NODES, MAX_CPUS, MAX_NODES
 from fakenrt.profiles.model import (
     CPU_MANAGER_POLICIES,
     DEFAULT_MAX_ALLOWABLE_NUMA_NODES,
@@ -133,6 +134,10 @@ def parse_profiles(data: object, *, source: str) -> tuple[NodeProfile, ...]:
         raw_nodes = sequence(top["nodes"], "nodes")
         if not raw_nodes:
             raise FieldError("nodes", "must list at least one node")
+        if len(raw_nodes) > MAX_NODES:
+            raise FieldError(
+                "nodes", f"{len(raw_nodes)} nodes; a profile describes at most {MAX_NODES}"
+            )
     except FieldError as exc:
         raise ProfileError(exc.detail, source=source, field=exc.field) from None
 
@@ -166,7 +171,7 @@ def _node_name(raw: object, index: int, source: str) -> str:
         raise ProfileError(exc.detail, source=source, field=exc.field) from None
     problem = dns_subdomain_problem(name)
     if problem is not None:
-        raise ProfileError(f"{name!r} {problem}", source=source, field=child(where, "name"))
+        raise ProfileError(f"{quoted(name)} {problem}", source=source, field=child(where, "name"))
     return name
 
 
@@ -412,7 +417,7 @@ def _choice(value: object, field: str, choices: Sequence[str]) -> str:
         return text
     same_case = [c for c in choices if c.lower() == text.lower()]
     hint = f" (the kubelet is case-sensitive: write {same_case[0]!r})" if same_case else ""
-    raise FieldError(field, f"unknown value {text!r}{hint}; one of: {', '.join(choices)}")
+    raise FieldError(field, f"unknown value {quoted(text)}{hint}; one of: {', '.join(choices)}")
 
 
 def _parse_kubelet(value: object) -> KubeletConfig:
@@ -486,10 +491,10 @@ def _parse_policy_options(value: object) -> dict[str, str]:
         else:
             text = string(raw, field_name)
         if name == PREFER_CLOSEST_NUMA_NODES and text not in _GO_TRUE + _GO_FALSE:
-            raise FieldError(field_name, f'bad value {text!r}: expected "true" or "false"')
+            raise FieldError(field_name, f'bad value {quoted(text)}: expected "true" or "false"')
         if name == MAX_ALLOWABLE_NUMA_NODES:
             if not _GO_INT.match(text):
-                raise FieldError(field_name, f"bad value {text!r}: expected an integer")
+                raise FieldError(field_name, f"bad value {quoted(text)}: expected an integer")
             if int(text) < DEFAULT_MAX_ALLOWABLE_NUMA_NODES:
                 raise FieldError(
                     field_name,
@@ -748,6 +753,6 @@ def _parse_labels(value: object) -> dict[str, str]:
         text = string(raw, key_field)
         problem = label_value_problem(text)
         if problem is not None:
-            raise FieldError(key_field, f"invalid label value {text!r}: {problem}")
+            raise FieldError(key_field, f"invalid label value {quoted(text)}: {problem}")
         out[key] = text
     return out

@@ -259,7 +259,7 @@ def test_run_bad_sysfs_exits_with_the_file(
         "--metrics-bind-address", "127.0.0.1:0", env={"NODE_NAME": "n"},
     )  # fmt: skip
     assert code == 1
-    assert f"Error: {tmp_path}/devices/system/node: cannot list NUMA nodes" in err
+    assert f"Error: --sysfs-root (SYSFS_ROOT): {tmp_path}/devices/system/node: cannot list" in err
 
 
 def _kubeconfig(tmp_path: Path, cp: ControlPlane, user: str) -> Path:

@@ -182,7 +182,7 @@ def test_pods_from_several_files_share_one_node(tmp_path: Path) -> None:
             TWO_NODES,
             PODS,
             ["--node", "nope"],
-            "no node named 'nope' (nodes: small, other)",
+            "--node 'nope': no such node in ",
             id="unknown-node",
         ),
         pytest.param(

@@ -109,7 +109,7 @@ def test_render_one_node_and_errors(tmp_path: Path) -> None:
     assert not (out / "gpu-a").exists()
     missing = CliRunner().invoke(main, [*args, "--node", "nope"])
     assert missing.exit_code == 1
-    assert "no node named 'nope'" in missing.output
+    assert "--node 'nope': no such node in " in missing.output
     bad = tmp_path / "bad.yaml"
     bad.write_text(
         "nodes:\n- name: x\n  shape: {numaNodes: 1, coresPerNumaNode: 1, memoryPerNumaNode: 1Gi}\n"
