@@ -10,22 +10,28 @@ get pods -o yaml`` prints) is expanded into its items. Every pod passes, in orde
 3. the API server's rules on container resources (:mod:`fakenrt.kubelet.podcheck`).
 
 Every error is one line naming the file (and document), the pod and the field.
+
+``kubelet explain`` also takes the ResourceClaims its pods use, as resource.k8s.io/v1
+documents in the same files (``kubectl get resourceclaim -o yaml``, with the allocation
+the scheduler wrote), strictly validated against the ResourceClaim schema.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import yaml
 
+from fakenrt.dra.claims import ClaimSpecError, ResourceClaim, claim_from_manifest
 from fakenrt.kubelet.podcheck import api_errors
 from fakenrt.podschema import check_manifest
 from fakenrt.podspec import PodSpec, PodSpecError, pod_from_manifest
 from fakenrt.profiles.loading import load_yaml_documents
 from fakenrt.textfiles import TextFileError, read_text
 
-LIST_KINDS = ("List", "PodList")
+LIST_KINDS = ("List", "PodList", "ResourceClaimList")
+CLAIM_KIND = "ResourceClaim"
 
 
 class InputError(ValueError):
@@ -110,3 +116,45 @@ def read_pods(paths: Iterable[str]) -> list[PodSpec]:
             seen[pod.key] = path
             pods.append(pod)
     return pods
+
+
+def validated_claim(manifest: Any, *, source: str) -> ResourceClaim:
+    """``manifest`` as a ResourceClaim, if the API server would accept it."""
+    problem = check_manifest(manifest, claim=True)
+    if problem is not None:
+        raise InputError(f"{source}: ResourceClaim: strict decoding error: {problem}")
+    try:
+        return claim_from_manifest(manifest, source=source)
+    except ClaimSpecError as exc:
+        raise InputError(str(exc)) from None
+
+
+def read_pods_and_claims(paths: Sequence[str]) -> tuple[list[PodSpec], list[ResourceClaim]]:
+    """Every pod and every ResourceClaim of the files, in order; a pod or claim given
+    twice is an error, and so is a file with neither."""
+    pods: list[PodSpec] = []
+    claims: list[ResourceClaim] = []
+    seen: dict[str, str] = {}
+    for path in paths:
+        manifests = read_manifests(path)
+        if not manifests:
+            raise InputError(f"{path}: no Pod found")
+        for label, manifest in manifests:
+            if isinstance(manifest, Mapping) and manifest.get("kind") == CLAIM_KIND:
+                claim = validated_claim(manifest, source=label)
+                key = f"ResourceClaim {claim.key}"
+                item: PodSpec | ResourceClaim = claim
+            else:
+                pod = validated_pod(manifest, source=label)
+                key = f"pod {pod.key}"
+                item = pod
+            if key in seen:
+                raise InputError(f"{path}: {key} is already given in {seen[key]}")
+            seen[key] = path
+            if isinstance(item, ResourceClaim):
+                claims.append(item)
+            else:
+                pods.append(item)
+    if not pods:
+        raise InputError(f"{', '.join(paths)}: no Pod found")
+    return pods, claims
