@@ -18,7 +18,7 @@ the scheduler wrote), strictly validated against the ResourceClaim schema.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -85,11 +85,21 @@ def validated_pod(manifest: Any, *, source: str) -> PodSpec:
 
 
 def parse_pods(text: str, *, source: str) -> list[PodSpec]:
-    """Every Pod of a (multi-document) YAML text, validated."""
+    """Every Pod of a (multi-document) YAML text, validated (ResourceClaims in it are
+    validated and left out)."""
     manifests = manifests_in(text, source=source)
-    if not manifests:
+    pods = [validated_pod(m, source=label) for label, m in manifests if _is_pod(m, source=label)]
+    if not pods:
         raise InputError(f"{source}: no Pod found")
-    return [validated_pod(m, source=label) for label, m in manifests]
+    return pods
+
+
+def _is_pod(manifest: Any, *, source: str) -> bool:
+    """False for a ResourceClaim (validated), True for anything else (read as a Pod)."""
+    if isinstance(manifest, Mapping) and manifest.get("kind") == CLAIM_KIND:
+        validated_claim(manifest, source=source)
+        return False
+    return True
 
 
 def read_manifests(path: str) -> list[tuple[str, Any]]:
@@ -101,21 +111,10 @@ def read_manifests(path: str) -> list[tuple[str, Any]]:
     return manifests_in(text, source=path)
 
 
-def read_pods(paths: Iterable[str]) -> list[PodSpec]:
-    """Every pod of the files, in order; a pod given twice is an error."""
-    pods: list[PodSpec] = []
-    seen: dict[str, str] = {}
-    for path in paths:
-        manifests = read_manifests(path)
-        if not manifests:
-            raise InputError(f"{path}: no Pod found")
-        for label, manifest in manifests:
-            pod = validated_pod(manifest, source=label)
-            if pod.key in seen:
-                raise InputError(f"{path}: pod {pod.key} is already given in {seen[pod.key]}")
-            seen[pod.key] = path
-            pods.append(pod)
-    return pods
+def read_pods(paths: Sequence[str]) -> list[PodSpec]:
+    """Every pod of the files, in order; a pod given twice is an error. ResourceClaims
+    in them are validated and left out."""
+    return read_pods_and_claims(paths)[0]
 
 
 def validated_claim(manifest: Any, *, source: str) -> ResourceClaim:

@@ -50,7 +50,7 @@ def test_dra_wire_names_and_numbers() -> None:
     assert _fields(dra.Claim) == {"namespace": 1, "uid": 2, "name": 3}
     # map<string, ...> is a repeated entry message with key = 1, value = 2
     entry = dra.NodePrepareResourcesResponse.DESCRIPTOR.fields_by_name["claims"].message_type
-    assert entry.GetOptions().map_entry
+    assert entry is not None and entry.GetOptions().map_entry
     assert {f.name: f.number for f in entry.fields} == {"key": 1, "value": 2}
 
 
