@@ -38,7 +38,7 @@ from fakenrt.kubelet.allocation import (
     PodAllocation,
 )
 from fakenrt.kubelet.cpu_assignment import CpuAllocationError, take_cpus
-from fakenrt.kubelet.dra import ClaimLookup, DraManager
+from fakenrt.kubelet.dra import ClaimInfo, ClaimLookup, DraManager
 from fakenrt.kubelet.memory_checkpoint import MemoryCheckpoint, checkpoint_problem
 from fakenrt.kubelet.numa_info import NumaInfo
 from fakenrt.kubelet.policies import PolicyError, new_policy
@@ -357,21 +357,33 @@ class NodeState:
         for name, amount in request.items():
             self._used[name] = self._used.get(name, 0) + amount
 
-    def prepare(self, pod_key: str, lookup: ClaimLookup) -> str | None:
+    def prepare(
+        self, pod_key: str, lookup: ClaimLookup, *, spec: PodSpec | None = None
+    ) -> str | None:
         """Prepare the ResourceClaims of an admitted pod, as the kubelet does when it syncs
         the pod (claims are looked up by namespace and name, as the kubelet gets them from
         the API server). Returns the kubelet's error, without its ``prepare dynamic
         resources:`` prefix, when they cannot be prepared (the pod then stays Pending and
         the kubelet retries); None when every claim is prepared (also for a pod without
-        claims). Raises ValueError for a pod that is not admitted."""
+        claims). ``spec``: the pod as it is now (its ``status.resourceClaimStatuses`` can
+        have changed since its admission). Raises ValueError for a pod that is not
+        admitted."""
         if pod_key not in self._pods:
             raise ValueError(f"pod {pod_key} is not admitted on node {self.profile.name}")
+        if spec is not None and pod_key in self._claiming:
+            self._claiming[pod_key] = spec
         pod = self._claiming.get(pod_key)
         if pod is None:
             return None
         error = self._dra.prepare(pod, lookup)
         self._refresh_dynamic()
         return error
+
+    def update_claiming(self, pod_key: str, spec: PodSpec) -> None:
+        """The admitted pod as it is now (its ``status.resourceClaimStatuses`` change as
+        its template claims are made), for the next :meth:`prepare`."""
+        if pod_key in self._claiming:
+            self._claiming[pod_key] = spec
 
     def prepared(self, pod_key: str) -> bool:
         """Whether every claim of the admitted pod is prepared (True without claims)."""
@@ -461,6 +473,11 @@ class NodeState:
         """Per zone id: what the profile's foreign ``allocated`` holds there (the CPU ids,
         device ids and one-zone memory blocks taken at start), for zones holding any."""
         return dict(self._foreign)
+
+    def claims(self) -> Mapping[str, ClaimInfo]:
+        """The DRA manager's cache: ``namespace/name`` -> the claim, its pods, whether it is
+        prepared and its devices per driver."""
+        return dict(self._dra.claims)
 
     def allocations(self) -> Mapping[str, PodAllocation]:
         """Admitted pods, in admission order."""
