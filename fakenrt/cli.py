@@ -9,6 +9,7 @@ from fakenrt import __version__
 from fakenrt.commands.controller import controller
 from fakenrt.commands.demo import demo
 from fakenrt.commands.deviceplugin import device_plugin
+from fakenrt.commands.draplugin import dra_plugin
 from fakenrt.commands.harness import harness
 from fakenrt.commands.kubelet import kubelet
 from fakenrt.commands.nrt import nrt
@@ -37,6 +38,7 @@ for _command in (
     scheduler,
     harness,
     device_plugin,
+    dra_plugin,
     realnode,
 ):
     main.add_command(_command)

@@ -1,8 +1,9 @@
-"""The DRA objects of the fake nodes: each node's ResourceSlices and the DeviceClasses of
-its drivers, written at controller start as the drivers' kubelet plugins and their
-installations would. Edge module (the bodies come from :mod:`fakenrt.dra.slices`).
+"""The DRA objects of fake nodes: each node's ResourceSlices and the DeviceClasses of its
+drivers, written (at controller start, or by the fake DRA kubelet plugin of a real node)
+as the drivers' kubelet plugins and their installations would. Edge module (the bodies
+come from :mod:`fakenrt.dra.slices`).
 
-* Slices carry the controller's label and are owned by their Node (so they go with it);
+* Slices carry the writer's labels and are owned by their Node (so they go with it);
   a node's pool keeps its ``generation`` while its slices are unchanged and gets the next
   one when the profile changed them (as a driver republishing a changed pool does). Slices
   of ours for a node that no longer match the profile (a driver removed, fewer devices)
@@ -36,8 +37,8 @@ def _labels(controller: str) -> dict[str, str]:
     return {CONTROLLER_LABEL: controller}
 
 
-def _selector(controller: str) -> str:
-    return f"{CONTROLLER_LABEL}={controller}"
+def _selector(labels: Mapping[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
 
 
 def _content(body: Mapping[str, Any]) -> Any:
@@ -50,12 +51,15 @@ def _content(body: Mapping[str, Any]) -> Any:
 
 
 def publish_slices(
-    kube: KubeClient, profile: NodeProfile, *, node_uid: str, controller: str
+    kube: KubeClient, profile: NodeProfile, *, node_uid: str, labels: Mapping[str, str]
 ) -> list[str]:
-    """Bring the node's ResourceSlices in line with its profile; returns their names."""
+    """Bring the node's ResourceSlices in line with its profile (the slices of its
+    drivers carrying ``labels``); returns their names. The profile's name is the Node's."""
+    drivers = {d.name for d in profile.dra}
     existing, _ = kube.list_all(
-        SLICES, labelSelector=_selector(controller), fieldSelector=f"spec.nodeName={profile.name}"
+        SLICES, labelSelector=_selector(labels), fieldSelector=f"spec.nodeName={profile.name}"
     )
+    existing = [s for s in existing if (s.get("spec") or {}).get("driver") in drivers]
     current = {str(s["metadata"]["name"]): s for s in existing}
     owner = {
         "apiVersion": "v1",
@@ -64,7 +68,6 @@ def publish_slices(
         "uid": node_uid,
         "controller": True,
     }
-    labels = _labels(controller)
     desired = resource_slices(profile, labels=labels, owner=owner)
     same = len(desired) == len(current) and all(
         b["metadata"]["name"] in current and _content(current[b["metadata"]["name"]]) == _content(b)
@@ -112,7 +115,7 @@ def publish_classes(kube: KubeClient, profiles: Sequence[NodeProfile], *, contro
 def remove_dra(kube: KubeClient, *, controller: str) -> None:
     """Delete every ResourceSlice and DeviceClass carrying the controller's label."""
     for collection in (SLICES, CLASSES):
-        items, _ = kube.list_all(collection, labelSelector=_selector(controller))
+        items, _ = kube.list_all(collection, labelSelector=_selector(_labels(controller)))
         for item in items:
             with contextlib.suppress(NotFound):
                 kube.delete(f"{collection}/{item['metadata']['name']}")

@@ -28,7 +28,7 @@ from fakenrt.controller.effects import Effect, ServePodResources
 from fakenrt.controller.executor import Executor, SocketEffect
 from fakenrt.controller.fleet import Fleet
 from fakenrt.controller.metrics import Snapshot
-from fakenrt.controller.nodeobjects import NodeIdentity
+from fakenrt.controller.nodeobjects import CONTROLLER_LABEL, NodeIdentity
 from fakenrt.controller.registration import register_nodes
 from fakenrt.controller.settings import ControllerSettings
 from fakenrt.controller.watching import CLAIMS, Message, Watcher, list_bound_pods, list_claims
@@ -167,7 +167,7 @@ class Controller:
                     self.kube,
                     profile,
                     node_uid=self.node_uids[profile.name],
-                    controller=self.settings.controller,
+                    labels={CONTROLLER_LABEL: self.settings.controller},
                 )
         except NotFound as exc:
             log.error("cannot publish ResourceSlices (is resource.k8s.io/v1 served?): %s", exc)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from fakenrt.profiles.model import DraAttribute, DraDevice, DraDriver, NodeProfile
@@ -134,3 +135,10 @@ def device_classes(
             }
         )
     return out
+
+
+def on_node(profile: NodeProfile, node: str) -> NodeProfile:
+    """The profile as published on the Kubernetes node ``node`` (a real node's name is
+    not the profile's): renamed, and pools named after the profile node follow."""
+    drivers = tuple(replace(d, pool=node) if d.pool == profile.name else d for d in profile.dra)
+    return replace(profile, name=node, dra=drivers)
