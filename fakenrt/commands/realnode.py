@@ -56,7 +56,8 @@ def realnode() -> None:
     required=True,
     type=click.Path(file_okay=False, path_type=Path),
     help="Output directory: one sub-directory per node, kind-cluster.yaml, "
-    "device-plugins.yaml (a node's directory is replaced).",
+    "device-plugins.yaml, dra-plugins.yaml for nodes with DRA drivers (a node's directory "
+    "is replaced).",
 )
 @click.option(
     "--cluster", default=DEFAULT_CLUSTER, show_default=True, help="The Kind cluster's name."
