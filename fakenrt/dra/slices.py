@@ -43,9 +43,7 @@ def device_body(driver: DraDriver, device: DraDevice) -> dict[str, Any]:
             _local(k, driver.name): _attribute(v) for k, v in sorted(attributes.items())
         }
     if capacity:
-        body["capacity"] = {
-            _local(k, driver.name): {"value": v} for k, v in sorted(capacity.items())
-        }
+        body["capacity"] = {k: {"value": v} for k, v in sorted(capacity.items())}
     if driver.cpu:
         body["allowMultipleAllocations"] = True
     return body

@@ -230,7 +230,7 @@ def _attribute(raw: object, field: str) -> DraAttribute:
     )
 
 
-def _capacity(value: object, field: str, *, domain: str) -> dict[str, str]:
+def _capacity(value: object, field: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, raw in mapping(value, field).items():
         name_field = child(field, name)
@@ -242,7 +242,9 @@ def _capacity(value: object, field: str, *, domain: str) -> dict[str, str]:
             raise FieldError(name_field, f"{describe(raw)} is not a Kubernetes quantity") from None
         if amount < 0:
             raise FieldError(name_field, "must not be negative")
-        out[qualified(name, name_field, domain=domain)] = str(raw)
+        # kept as written: the allocator matches a claim's capacity requests against
+        # these names exactly (a driver's own "memory" is not "gpu.nvidia.com/memory")
+        out[qualified(name, name_field, domain="")] = str(raw)
     return out
 
 
@@ -300,7 +302,7 @@ def _settings(
         )
     capacity = dict(preset.capacity)
     if "capacity" in raw:
-        capacity.update(_capacity(raw["capacity"], child(field, "capacity"), domain=driver))
+        capacity.update(_capacity(raw["capacity"], child(field, "capacity")))
     return _Settings(pool, device_class, publish, attributes, capacity)
 
 

@@ -57,6 +57,8 @@ class DriverPreset:
     device_name: Callable[[int], str]
     publish: frozenset[str] = STANDARD_PUBLISH
     #: Attributes (qualified names) of every device; the per-device ones below.
+    #: Capacities are named exactly as the driver publishes them (claims request them by
+    #: that name).
     attributes: Mapping[str, DraAttribute] = field(default_factory=dict)
     per_device: Callable[[str, int], Mapping[str, DraAttribute]] = lambda node, n: {}
     capacity: Mapping[str, str] = field(default_factory=dict)
@@ -85,7 +87,7 @@ _PRESETS: dict[str, DriverPreset] = {
             f"{NVIDIA_GPU}/cudaDriverVersion": _version("13.0.0"),
         },
         per_device=_nvidia_uuid,
-        capacity={f"{NVIDIA_GPU}/memory": "80Gi"},
+        capacity={"memory": "80Gi"},
         class_condition=f" && device.attributes['{NVIDIA_GPU}'].type == 'gpu'",
     ),
     AMD_GPU: DriverPreset(
@@ -97,11 +99,7 @@ _PRESETS: dict[str, DriverPreset] = {
             f"{AMD_GPU}/productName": _string("AMD Instinct MI300X"),
             f"{AMD_GPU}/driverVersion": _version("6.12.12"),
         },
-        capacity={
-            f"{AMD_GPU}/memory": "192Gi",
-            f"{AMD_GPU}/computeUnits": "304",
-            f"{AMD_GPU}/simdUnits": "1216",
-        },
+        capacity={"memory": "192Gi", "computeUnits": "304", "simdUnits": "1216"},
     ),
     CPU_DRIVER: DriverPreset(
         device_name=lambda n: f"cpudevnuma{n:03d}",

@@ -56,7 +56,7 @@ def test_a_pool_per_driver_with_the_nodes_devices() -> None:
     assert first["capacity"]["memory"] == {"value": "80Gi"}
     grouped = cpu["spec"]["devices"][1]
     assert grouped["allowMultipleAllocations"] is True
-    assert grouped["capacity"] == {"cpu": {"value": "8"}}
+    assert grouped["capacity"] == {"dra.cpu/cpu": {"value": "8"}}  # as dra-driver-cpu names it
     assert grouped["attributes"]["numaNodeID"] == {"int": 1}
     assert grouped["attributes"]["dra.net/numaNode"] == {"int": 1}
 
