@@ -54,7 +54,7 @@ def _log_level(text: str) -> str:
 
 
 def _bind_address(text: str) -> str:
-    from exporter.health import parse_bind_address
+    from exporter.endpoints import parse_bind_address
 
     try:
         parse_bind_address(text)

@@ -17,15 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from exporter import __version__, stopsignals
-from exporter.health import Health, HttpServer
+from exporter.endpoints import HttpServer
+from exporter.health import Health
 from exporter.kube_pods import PodApi
 from exporter.kubeclient import KubeClient
 from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher
 from exporter.pod_cache import PodCache
 from exporter.podresources_client import DEFAULT_TIMEOUT_S, PodResourcesClient
-from exporter.promtext import Registry
 from exporter.reconciler import Reconciler
 from exporter.sysfs import read_cpu_numa_map
 
@@ -44,6 +46,16 @@ class Options:
     metrics_bind_address: str = ":8080"
     rpc_timeout_s: float = DEFAULT_TIMEOUT_S
     readiness_window: int = 3
+    #: /healthz fails after the reconcile loop made no progress for this long (None:
+    #: ``liveness_window_s(poll_interval_s, rpc_timeout_s)``)
+    liveness_window_s: float | None = None
+
+
+def liveness_window_s(poll_interval_s: float, rpc_timeout_s: float) -> float:
+    """How long the reconcile loop may go without a sign of progress before /healthz
+    fails: well above its longest quiet step while it works (a wait of one poll interval,
+    a podresources call within its deadline, one API request with its retries)."""
+    return max(120.0, 10 * poll_interval_s + 4 * rpc_timeout_s)
 
 
 class Exporter:
@@ -54,14 +66,14 @@ class Exporter:
         options: Options,
         kube: KubeClient,
         *,
-        registry: Registry | None = None,
+        registry: CollectorRegistry | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
         first_pod_list: Callable[[], tuple[str, list[dict[str, Any]]]] | None = None,
     ) -> None:
         self.options = options
-        self.registry = registry if registry is not None else Registry()
+        self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics = ExporterMetrics(self.registry)
         rng = rng or random.Random()
         self.stop_event = threading.Event()
@@ -69,7 +81,11 @@ class Exporter:
         self.health = Health(
             clock=clock,
             window=options.readiness_window,
-            stall_after_s=max(120.0, 10 * options.poll_interval_s + 4 * options.rpc_timeout_s),
+            stall_after_s=(
+                options.liveness_window_s
+                if options.liveness_window_s is not None
+                else liveness_window_s(options.poll_interval_s, options.rpc_timeout_s)
+            ),
         )
         self.podresources = PodResourcesClient(
             options.podresources_socket,

@@ -1,18 +1,33 @@
-"""The exporter's Prometheus metrics, registered on an injected ``Registry``."""
+"""The exporter's Prometheus metrics, registered on an injected ``CollectorRegistry``
+(prometheus-client), next to the library's process, platform and garbage-collector
+collectors that operators expect from every exporter (``process_*``,
+``python_info``, ``python_gc_*``)."""
 
 from __future__ import annotations
 
 import sys
 
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
+
 from exporter import __version__
-from exporter.promtext import Counter, Gauge, Histogram, Registry
 
 PREFIX = "numa_exporter"
 
 
 class ExporterMetrics:
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
+        ProcessCollector(registry=registry)
+        PlatformCollector(registry=registry)
+        GCCollector(registry=registry)
         self.reconcile_duration = Histogram(
             f"{PREFIX}_reconcile_duration_seconds",
             "Wall time of one reconcile pass (podresources List, derivation, patches).",

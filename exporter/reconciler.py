@@ -10,7 +10,9 @@ No write happens in a pass whose List failed, for a pod the kubelet lists twice 
 one name (an old and a new pod), for a pod the API does not show as admitted by the
 kubelet, or for a terminal or deleting pod.
 After a patch fails its retries the pass writes nothing more; a refused patch is not
-sent again to that pod before a backoff.
+sent again to that pod before a backoff. The loop beats the liveness heartbeat
+(``Health.beat``) after each podresources call and each pod written, so a pass that is
+slow because the API server is slow keeps ``/healthz`` green while it makes progress.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from exporter.patching import Patcher, PatchResult, changes_for
 from exporter.placement import PodPlacement, annotation_values, derive_placement
 from exporter.pod_cache import PodCache
 from exporter.podresources_client import PodResourcesError
-from exporter.podresources_wire import PodListDecoder, WireError, pod_messages
+from exporter.podresources_proto import PodListDecoder, WireError, pod_messages
 from exporter.pods import PodView, pod_view
 from exporter.resources import AllocatableResources, PodResources, duplicate_keys
 
@@ -208,7 +210,9 @@ class Reconciler:
     def _run(self, report: PassReport) -> None:
         try:
             raw = self._podresources.list_raw()
+            self._health.beat()
             self._refresh_allocatable()
+            self._health.beat()
         except PodResourcesError as exc:
             # once per outage, not once per pass (the metrics count every failed call)
             level = logging.DEBUG if self._podresources_failing else logging.WARNING
@@ -281,6 +285,7 @@ class Reconciler:
             pending = pending or bool(changes)
             if changes and writing and not self._backing_off(pod, changes):
                 result, reached = self._write(pod, changes)
+                self._health.beat()  # a slow API server makes a long pass, not a dead loop
                 if result == PatchResult.APPLIED:
                     written.append(key)
                 self._note_refusal(pod, changes, refused=result == PatchResult.REJECTED)
@@ -395,6 +400,7 @@ class Reconciler:
         # the first pass needs the node's pods: a List before they are listed is wasted
         self._cache.synced.wait(poll_interval_s)
         while not stop.is_set():
+            self._health.beat()
             wake.clear()
             wrote = False
             try:

@@ -271,7 +271,7 @@ def publish(
     import logging
     import sys
 
-    from exporter.health import parse_bind_address
+    from exporter.endpoints import parse_bind_address
     from fakenrt.commands.kubeaccess import kube_client
     from fakenrt.nrtpub.daemon import BindError, PublisherOptions, serve
 

@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from exporter.health import parse_bind_address
+from exporter.endpoints import parse_bind_address
 from fakenrt import __version__
 
 PREFIX = "fakenrt_controller"

@@ -28,12 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from exporter import stopsignals
-from exporter.health import Health, HttpServer
+from exporter.endpoints import HttpServer
+from exporter.health import Health
 from exporter.kubeclient import KubeClient
 from exporter.kubeerrors import ApiError
 from exporter.podresources_client import DEFAULT_TIMEOUT_S, PodResourcesClient
-from exporter.promtext import Registry
 from fakenrt.controller.effects import PublishNrt
 from fakenrt.controller.lag import LagPipeline
 from fakenrt.controller.writers import NrtWriter
@@ -198,7 +200,7 @@ def _serve(options: PublisherOptions, kube: KubeClient) -> None:
     http = None
     if options.health_bind_address:
         try:
-            http = HttpServer(options.health_bind_address, Registry(), publisher.health)
+            http = HttpServer(options.health_bind_address, CollectorRegistry(), publisher.health)
         except (OSError, ValueError) as exc:
             publisher.close()
             raise BindError(str(exc)) from None

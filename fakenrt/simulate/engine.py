@@ -35,7 +35,7 @@ from exporter.annotations import (
     parse_placement,
 )
 from exporter.placement import annotation_values, derive_placement
-from exporter.podresources_wire import decode_pod
+from exporter.podresources_proto import decode_pod
 from exporter.pods import pod_view
 from fakenrt.controller.effects import Effect, PatchPodStatus, PublishNrt, ServePodResources
 from fakenrt.controller.fleet import Fleet
@@ -547,8 +547,8 @@ class Simulation:
             record = self.bound.get(key)
             if record is None or record.node != name or record.observed:
                 continue
-            # The bytes the fake podresources server sends, decoded by the exporter's own
-            # wire decoder: the same path as a real List answer.
+            # The bytes the fake podresources server sends, decoded and converted as the
+            # exporter's client does: the same path as a real List answer.
             message = pod_message(allocation, self.device_numa[name])
             report = decode_pod(message.SerializeToString())
             view = pod_view(record.manifest)

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client
+from prometheus_client import CollectorRegistry
 
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
 from exporter.health import Health
@@ -27,7 +28,6 @@ from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher
 from exporter.pod_cache import PodCache
 from exporter.podresources_client import PodResourcesClient
-from exporter.promtext import Registry
 from exporter.reconciler import Reconciler
 from exporter.sysfs import read_cpu_numa_map
 from tests.controlplane.cluster import ControlPlane
@@ -276,7 +276,7 @@ def test_exporter_patches_pass_the_policy(
         cache=cache,
         patcher=Patcher(pod_api, sleep=time.sleep, rng=random.Random(0)),
         load_cpu_map=lambda: read_cpu_numa_map(sysfs_root),
-        metrics=ExporterMetrics(Registry()),
+        metrics=ExporterMetrics(CollectorRegistry()),
         health=Health(clock=time.monotonic),
         clock=time.monotonic,
         wall_clock=time.time,

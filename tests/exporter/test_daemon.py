@@ -1,6 +1,8 @@
 """The assembled daemon (watch loop, reconcile loop, HTTP server) against the real API
 server and a fake podresources server, including the faults it must ride out: socket
-absent at start, kubelet restart, a call exceeding its deadline, API server unreachable.
+absent at start, kubelet restart, a call exceeding its deadline, API server unreachable,
+API server slow (a latency proxy: a long pass keeps the liveness probe green) and a
+reconcile loop that is stuck (the liveness probe fails).
 
 In every fault test the exporter recovers by itself, metrics and /readyz say what
 happened, and each pod is written exactly once (a wrong value would need a second,
@@ -9,6 +11,7 @@ correcting write).
 
 from __future__ import annotations
 
+import threading
 import urllib.error
 import urllib.request
 import uuid
@@ -71,7 +74,10 @@ class Daemon:
         )
 
     def readyz(self) -> tuple[int, str]:
-        url = f"http://127.0.0.1:{self.exporter.http.port}/readyz"
+        return self.probe("/readyz")
+
+    def probe(self, path: str) -> tuple[int, str]:
+        url = f"http://127.0.0.1:{self.exporter.http.port}{path}"
         try:
             with urllib.request.urlopen(url, timeout=5) as resp:
                 return resp.status, resp.read().decode().strip()
@@ -105,7 +111,12 @@ def make_daemon(
 ) -> Iterator[Callable[..., Daemon]]:
     started: list[Daemon] = []
 
-    def make(*, start_kubelet: bool = True, rpc_timeout_s: float = 2.0) -> Daemon:
+    def make(
+        *,
+        start_kubelet: bool = True,
+        rpc_timeout_s: float = 2.0,
+        liveness_window_s: float | None = None,
+    ) -> Daemon:
         fake = FakePodResources(short_dir / "kubelet.sock")
         if start_kubelet:
             fake.start()
@@ -118,6 +129,7 @@ def make_daemon(
             poll_interval_s=0.2,
             metrics_bind_address="127.0.0.1:0",
             rpc_timeout_s=rpc_timeout_s,
+            liveness_window_s=liveness_window_s,
         )
         exporter = Exporter(options, KubeClient(from_kubeconfig(kubeconfig)))
         daemon = Daemon(api_client, namespace, options.node_name, fake, proxy, exporter)
@@ -275,3 +287,73 @@ def test_api_server_unreachable_then_back(make_daemon: Callable[..., Daemon]) ->
     wait_until(lambda: d.readyz() == (200, "ok"), what="ready again")
     assert d.metric("numa_exporter_apiserver_up") == 1
     assert d.metric("numa_exporter_annotation_patches_total", result="applied") == 2
+
+
+class ProbeWatcher:
+    """Asks ``/healthz`` every 50 ms in a thread and keeps every answer."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.answers: list[tuple[int, str]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(daemon,), daemon=True)
+        self._thread.start()
+
+    def _run(self, daemon: Daemon) -> None:
+        while not self._stop.wait(0.05):
+            self.answers.append(daemon.probe("/healthz"))
+
+    def stop(self) -> list[tuple[int, str]]:
+        self._stop.set()
+        self._thread.join()
+        return self.answers
+
+
+SLOW_PODS = 24
+API_LATENCY_S = 0.25
+LIVENESS_WINDOW_S = 1.0
+
+
+def test_a_pass_slowed_by_the_api_server_keeps_the_exporter_alive(
+    make_daemon: Callable[..., Daemon],
+) -> None:
+    """The fault trial of issue 21 in small: every request to the API server is answered
+    API_LATENCY_S later (a latency proxy in front of the real API server), so the pass
+    that writes SLOW_PODS new pods lasts several liveness windows. /healthz answers 200
+    all along - the loop is alive and making progress - and every pod is written once."""
+    d = make_daemon(liveness_window_s=LIVENESS_WINDOW_S)
+    names = [f"pod-{i:02d}" for i in range(SLOW_PODS)]
+    for name in names:
+        create_pod(d.api, d.namespace, name, node=d.node)
+    d.wait_passes(2)  # the pods are in the exporter's cache; the kubelet lists none yet
+    d.proxy.latency_s = API_LATENCY_S
+    watcher = ProbeWatcher(d)
+    d.fake.set_pods([replace(d.report(s.CPU_ONLY), name=name) for name in names])
+    try:
+        for name in names:
+            wait_until(d.annotated(name, CPU_ONLY), what=f"{name} annotated", timeout_s=60)
+    finally:
+        answers = watcher.stop()
+    d.proxy.latency_s = 0.0
+    # the precondition: one pass lasted more than twice the liveness window
+    passes = d.metric("numa_exporter_reconcile_duration_seconds_count")
+    short = d.metric("numa_exporter_reconcile_duration_seconds_bucket", le="2.5")
+    assert short < passes, "no pass was slow: the test proves nothing"
+    assert len(answers) > 20
+    assert {a for a in answers if a != (200, "ok")} == set()
+    assert d.metric("numa_exporter_annotation_patches_total", result="applied") == SLOW_PODS
+
+
+def test_a_stuck_loop_fails_the_liveness_probe(make_daemon: Callable[..., Daemon]) -> None:
+    """A loop that makes no progress for the liveness window (here: blocked in a kubelet
+    call whose deadline is far longer than the window) fails /healthz, naming how long,
+    and passes it again once it moves."""
+    d = make_daemon(liveness_window_s=LIVENESS_WINDOW_S, rpc_timeout_s=60.0)
+    d.wait_passes(1)
+    assert d.probe("/healthz") == (200, "ok")
+    d.fake.delay_s = 60.0
+    wait_until(lambda: d.probe("/healthz")[0] == 503, what="/healthz failing")
+    status, reason = d.probe("/healthz")
+    assert status == 503 and reason.startswith("the reconcile loop made no progress for ")
+    d.fake.delay_s = 0.0
+    d.fake.release.set()
+    wait_until(lambda: d.probe("/healthz") == (200, "ok"), what="/healthz passing again")

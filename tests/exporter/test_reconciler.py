@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
+from prometheus_client import CollectorRegistry
 
 from exporter import reconciler as reconciler_module
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
@@ -28,7 +29,6 @@ from exporter.patching import Patcher
 from exporter.pod_cache import PodCache
 from exporter.podresources_client import PodResourcesClient
 from exporter.pods import pod_view
-from exporter.promtext import Registry
 from exporter.reconciler import PassReport, Reconciler
 from exporter.resources import AllocatableResources, MemoryBlock, PodResources
 from exporter.sysfs import read_cpu_numa_map
@@ -61,7 +61,7 @@ class Harness:
     pod_api: PodApi
     cache: PodCache
     reconciler: Reconciler
-    registry: Registry
+    registry: CollectorRegistry
     health: Health
 
     def sync(self) -> None:
@@ -87,7 +87,7 @@ def harness(
     fake_kubelet: FakePodResources,
     sysfs_root: Path,
 ) -> Iterator[Harness]:
-    registry = Registry()
+    registry = CollectorRegistry()
     metrics = ExporterMetrics(registry)
     health = Health(clock=time.monotonic)
     pod_api = PodApi(exporter_kube(control_plane))
@@ -491,7 +491,7 @@ def test_unreachable_api_stops_the_pass_after_one_failed_patch(
         cache=h.cache,
         patcher=Patcher(dead, sleep=delays.append, rng=random.Random(1)),
         load_cpu_map=lambda: read_cpu_numa_map(sysfs_root),
-        metrics=ExporterMetrics(Registry()),
+        metrics=ExporterMetrics(CollectorRegistry()),
         health=h.health,
         clock=time.monotonic,
         wall_clock=time.time,
@@ -520,7 +520,7 @@ def test_a_refused_patch_backs_off_per_pod(
         .status.token
     )
     now = [1000.0]
-    registry = Registry()
+    registry = CollectorRegistry()
     reconciler = Reconciler(
         podresources=PodResourcesClient(h.fake.socket_path),
         cache=h.cache,
@@ -594,7 +594,7 @@ def test_a_failing_api_server_gets_no_more_patches_this_pass(
         cache=h.cache,
         patcher=Patcher(h.pod_api, sleep=delays.append, rng=random.Random(1)),
         load_cpu_map=lambda: read_cpu_numa_map(sysfs_root),
-        metrics=ExporterMetrics(Registry()),
+        metrics=ExporterMetrics(CollectorRegistry()),
         health=h.health,
         clock=time.monotonic,
         wall_clock=time.time,
