@@ -13,10 +13,11 @@ node is unknown, and containers without pinned resources, are never misaligned.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from exporter.dra_attributes import CPU_DRIVER
+from exporter.resources import ClaimDevice, PodResources
 
 CPU_DRIVERS = frozenset({CPU_DRIVER})
 
@@ -72,3 +73,25 @@ def misalignment(
     if not outside:
         return None
     return Misalignment(container, outside, tuple(sorted(anchors)))
+
+
+def pod_misalignments(
+    pod: PodResources,
+    cpu_to_numa: Mapping[int, int],
+    dra_numa: Callable[[ClaimDevice], int | None],
+) -> tuple[Misalignment, ...]:
+    """The misaligned containers of a podresources report: exclusive CPUs through the
+    CPU -> NUMA map, memory blocks by their NUMA nodes, DRA devices by ``dra_numa``."""
+    found = []
+    for container in pod.containers:
+        pinned = {cpu_to_numa[c] for c in container.cpu_ids if c in cpu_to_numa}
+        pinned.update(n for block in container.memory if block.size > 0 for n in block.numa_ids)
+        devices = [
+            DraPlacement(d.driver, d.pool, d.device, dra_numa(d))
+            for claim in container.dynamic
+            for d in claim.devices
+        ]
+        result = misalignment(container.name, pinned, devices)
+        if result is not None:
+            found.append(result)
+    return tuple(found)

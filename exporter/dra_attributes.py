@@ -21,12 +21,19 @@ Drivers that published topology before the standard names did, under their own d
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 STANDARD_DOMAIN = "resource.kubernetes.io"
 NUMA_NODE = f"{STANDARD_DOMAIN}/numaNode"
 PCIE_ROOT = f"{STANDARD_DOMAIN}/pcieRoot"
 PCI_BUS_ID = f"{STANDARD_DOMAIN}/pciBusID"
+_BDF = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+
+
+def is_pci_bus_id(address: str) -> bool:
+    """A PCI address in extended BDF form (``0000:3b:00.0``): safe as a sysfs path part."""
+    return bool(_BDF.match(address))
 
 
 @dataclass(frozen=True)
