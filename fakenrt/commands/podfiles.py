@@ -2,18 +2,16 @@
 read and validated as the API server would before any kubelet or scheduler sees them.
 
 A file holds one or more YAML documents; a ``kind: List`` (or ``PodList``, as ``kubectl
-get pods -o yaml`` prints) is expanded into its items. Every pod passes, in order:
-
-1. strict field validation against the Pod schema (:mod:`fakenrt.podspec` only reads the
-   fields it needs; :mod:`fakenrt.podschema` refuses unknown fields and wrong types);
-2. the reading itself (:func:`fakenrt.podspec.pod_from_manifest`: names, quantities);
-3. the API server's rules on container resources (:mod:`fakenrt.kubelet.podcheck`).
+get pods -o yaml`` prints) is expanded into its items. Every pod passes the one rule of
+:mod:`fakenrt.podvalidation` (strict fields, the reading, the API server's rules on
+container resources), as ``fakenrt simulate``'s traces do.
 
 Every error is one line naming the file (and document), the pod and the field.
 
 ``kubelet explain`` also takes the ResourceClaims its pods use, as resource.k8s.io/v1
 documents in the same files (``kubectl get resourceclaim -o yaml``, with the allocation
-the scheduler wrote), strictly validated against the ResourceClaim schema.
+the scheduler wrote), strictly validated against the ResourceClaim schema; where only
+pods are read, such documents are validated and left out.
 """
 
 from __future__ import annotations
@@ -24,9 +22,10 @@ from typing import Any
 import yaml
 
 from fakenrt.dra.claims import ClaimSpecError, ResourceClaim, claim_from_manifest
-from fakenrt.kubelet.podcheck import api_errors
 from fakenrt.podschema import check_manifest
-from fakenrt.podspec import PodSpec, PodSpecError, pod_from_manifest
+from fakenrt.podspec import PodSpec
+from fakenrt.podvalidation import PodInvalid
+from fakenrt.podvalidation import validated_pod as _validated_pod
 from fakenrt.profiles.loading import load_yaml_documents
 from fakenrt.textfiles import TextFileError, read_text
 
@@ -61,27 +60,13 @@ def manifests_in(text: str, *, source: str) -> list[tuple[str, Any]]:
     return out
 
 
-def _pod_name(manifest: Any) -> str:
-    meta = manifest.get("metadata") if isinstance(manifest, Mapping) else None
-    if isinstance(meta, Mapping) and isinstance(meta.get("name"), str):
-        namespace = meta.get("namespace") or "default"
-        return f": pod {namespace}/{meta['name']}"
-    return ""
-
-
 def validated_pod(manifest: Any, *, source: str) -> PodSpec:
-    """``manifest`` as a pod, if the API server would accept it. Raises InputError."""
-    problem = check_manifest(manifest)
-    if problem is not None:
-        raise InputError(f"{source}{_pod_name(manifest)}: strict decoding error: {problem}")
+    """``manifest`` as a pod, if the API server would accept it (the one rule,
+    :func:`fakenrt.podvalidation.validated_pod`). Raises InputError."""
     try:
-        pod = pod_from_manifest(manifest, source=source)
-    except PodSpecError as exc:
+        return _validated_pod(manifest, source=source)
+    except PodInvalid as exc:
         raise InputError(str(exc)) from None
-    errors = api_errors(pod, source=source)
-    if errors:
-        raise InputError("; ".join(errors))
-    return pod
 
 
 def parse_pods(text: str, *, source: str) -> list[PodSpec]:

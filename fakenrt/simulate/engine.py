@@ -58,6 +58,16 @@ from fakenrt.scheduler.topology import NumaTopology
 from fakenrt.simulate.clock import ARRIVAL, CYCLE, EXPORT, SAMPLE, Clock, EventQueue
 from fakenrt.simulate.limits import MAX_ATTEMPTS, LimitError
 from fakenrt.simulate.metrics import Recorder, StrategyResult, summarize
+from fakenrt.simulate.outcomes import (
+    COMPLETED,
+    DROPPED,
+    PENDING,
+    RUNNING,
+    STARTING,
+    Outcomes,
+    PodOutcome,
+    Rejection,
+)
 from fakenrt.simulate.scenario import Scenario
 from fakenrt.simulate.strategies import (
     SEES_ALL,
@@ -77,11 +87,33 @@ _NEVER = 1e15
 Progress = Callable[[float], None]
 
 
+@dataclass(eq=False, slots=True)
+class _PodLog:
+    """What happened so far to one workload pod (all its Pod objects): frozen into a
+    :class:`~fakenrt.simulate.outcomes.PodOutcome` at the horizon."""
+
+    item: int
+    pod: str
+    arrived: float
+    gpus: int
+    attempts: int = 0
+    binds: int = 0
+    node: str = ""
+    first_bound: float | None = None
+    started: float | None = None
+    finished: float | None = None
+    gpu_seconds: float = 0.0
+    dropped: bool = False
+    #: Its newest Pod object.
+    current: PodRecord | None = None
+
+
 @dataclass(eq=False)
 class PodRecord:
     """One Pod object of the simulated API server (a re-created pod is a new record)."""
 
     item: WorkItem
+    log: _PodLog
     spec: PodSpec
     uid: str
     created: float
@@ -206,6 +238,9 @@ class Simulation:
         # Pending pods by next attempt: (next_try, sequence, pod key).
         self._retries: list[tuple[float, int, str]] = []
         self._sequence = 0
+        # Per workload pod, in arrival order, and every rejection: the run's outcomes.
+        self._logs: list[_PodLog] = []
+        self._rejections: list[Rejection] = []
 
     # ---- the run ----------------------------------------------------------------------
 
@@ -213,9 +248,9 @@ class Simulation:
         self._apply(self.fleet.start([]))
         # The start publishes every node's NRT and serves its (empty) podresources: in sync.
         self.stale_since = {}
-        for item in self.scenario.workload:
+        for index, item in enumerate(self.scenario.workload):
             if item.at <= self.horizon:
-                self.events.push(item.at, ARRIVAL, (item, 0))
+                self.events.push(item.at, ARRIVAL, index)
         step = self.horizon / SAMPLES if self.horizon > 0 else 0.0
         if step > 0:
             for i in range(SAMPLES + 1):
@@ -234,7 +269,7 @@ class Simulation:
             if kind == EXPORT:
                 self._observe(payload)
             elif kind == ARRIVAL:
-                self._arrive(*payload)
+                self._first_arrival(payload)
             elif kind == CYCLE:
                 self._cycle()
             elif kind == SAMPLE:
@@ -250,17 +285,60 @@ class Simulation:
             running_at_end=sum(1 for r in self.bound.values() if r.phase == "Running"),
             reads_lagged_nrt=self.strategy.reads_lagged_nrt,
             predicts=self.strategy.predicts,
+            outcomes=self._outcomes(),
         )
+
+    def _outcomes(self) -> Outcomes:
+        """Every arrived workload pod's fate at the horizon, and every rejection."""
+        pods = []
+        for log in self._logs:
+            record = log.current
+            if log.dropped:
+                fate = DROPPED
+            elif log.finished is not None:
+                fate = COMPLETED
+            elif record is not None and record.phase == "Running":
+                fate = RUNNING
+                log.gpu_seconds += log.gpus * (self.horizon - (log.started or 0.0))
+            elif record is not None and record.key in self.bound:
+                fate = STARTING
+            else:
+                fate = PENDING
+            pods.append(
+                PodOutcome(
+                    item=log.item,
+                    pod=log.pod,
+                    arrived=log.arrived,
+                    fate=fate,
+                    gpus=log.gpus,
+                    attempts=log.attempts,
+                    binds=log.binds,
+                    node=log.node,
+                    first_bound=log.first_bound,
+                    started=log.started,
+                    finished=log.finished,
+                    gpu_seconds=log.gpu_seconds,
+                )
+            )
+        return Outcomes(pods=tuple(pods), rejections=tuple(self._rejections))
 
     # ---- workload ---------------------------------------------------------------------
 
-    def _arrive(self, item: WorkItem, attempt: int) -> None:
+    def _first_arrival(self, index: int) -> None:
+        item = self.scenario.workload[index]
+        log = _PodLog(item=index, pod=item.key, arrived=self.clock.now, gpus=item.gpus)
+        self._logs.append(log)
+        self._arrive(item, log, 0)
+
+    def _arrive(self, item: WorkItem, log: _PodLog, attempt: int) -> None:
         spec = (
             item.spec if attempt == 0 else replace(item.spec, name=f"{item.spec.name}-r{attempt}")
         )
         self._uids += 1
+        log.attempts += 1
         record = PodRecord(
             item=item,
+            log=log,
             spec=spec,
             uid=f"sim-{self._uids:08d}",
             created=self.clock.now,
@@ -269,6 +347,7 @@ class Simulation:
             next_try=self.clock.now,
             shape=pod_shape(spec),
         )
+        log.current = record
         self.pending[record.key] = record
         self._retry_at(record)
         self._arm_cycle(self.clock.now)
@@ -383,6 +462,11 @@ class Simulation:
         if self.strategy.predicts:
             record.predicted = decision.placement.annotations()
         record.node = node
+        log = record.log
+        log.binds += 1
+        log.node = node
+        if log.first_bound is None:
+            log.first_bound = now
         self.rec.binds += 1
         self.rec.pending_times.append(now - record.created)
         self.bound[record.key] = record
@@ -490,27 +574,43 @@ class Simulation:
             self._integrate()
             self.gpus_in_use += record.gpus
             self.gpus_used[record.node] += record.gpus
+            record.log.started = now
             self._set_member(record)
             return False
         if phase not in ("Succeeded", "Failed"):
             return False
+        log = record.log
         if record.phase == "Running":
             self._integrate()
             self.gpus_in_use -= record.gpus
             self.gpus_used[record.node] -= record.gpus
+            started = now if record.started is None else record.started
+            log.gpu_seconds += record.gpus * (now - started)
         record.phase = str(phase)
         del self.bound[record.key]
         self._drop_member(record)
         if phase == "Succeeded":
             self.rec.completed += 1
+            log.finished = now
             return True
         reason = str(status.get("reason") or "Failed")
         self.rec.failures[reason] += 1
+        self._rejections.append(
+            Rejection(
+                item=log.item,
+                pod=record.key,
+                node=record.node,
+                at=now,
+                reason=reason,
+                message=str(status.get("message") or ""),
+            )
+        )
         if self.settings.requeue and record.attempt < self.settings.max_requeues:
             self.rec.requeued += 1
-            self._arrive(record.item, record.attempt + 1)
+            self._arrive(record.item, log, record.attempt + 1)
         else:
             self.rec.dropped += 1
+            log.dropped = True
         return True
 
     def _published(self, effect: PublishNrt) -> None:

@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from fakenrt.simulate.outcomes import Outcomes
+
 TOPOLOGY_AFFINITY_ERROR = "TopologyAffinityError"
 
 
@@ -58,6 +60,8 @@ class StrategyResult:
     stranded: tuple[tuple[float, int], ...]
     #: Pending times (bind minus creation, seconds), sorted; for the distribution chart.
     pending_times: tuple[float, ...]
+    #: Every workload pod's fate and every rejection (not in ``figures``).
+    outcomes: Outcomes = field(default_factory=Outcomes)
 
     def figure(self, name: str) -> Any:
         return self.figures[name]
@@ -77,6 +81,7 @@ def summarize(
     running_at_end: int,
     reads_lagged_nrt: bool,
     predicts: bool,
+    outcomes: Outcomes | None = None,
 ) -> StrategyResult:
     tae = rec.failures.get(TOPOLOGY_AFFINITY_ERROR, 0)
     other = sum(n for reason, n in rec.failures.items() if reason != TOPOLOGY_AFFINITY_ERROR)
@@ -122,4 +127,5 @@ def summarize(
         utilization=tuple((round(t, 3), round(u, 4)) for t, u in rec.utilization),
         stranded=tuple((round(t, 3), s) for t, s in rec.stranded),
         pending_times=tuple(sorted(round(p, 3) for p in rec.pending_times)),
+        outcomes=outcomes if outcomes is not None else Outcomes(),
     )
