@@ -108,12 +108,19 @@ def claim_reader(kube: KubeClient) -> Callable[[str, str], ResourceClaim]:
 
 
 def publish(kube: KubeClient, profile: NodeProfile) -> list[str]:
-    """The node's ResourceSlices of the plugin's drivers."""
+    """The node's ResourceSlices of the plugin's drivers (a plugin started for some
+    drivers leaves the slices of the others, written by another instance, alone)."""
     from exporter.kubeclient import path
     from fakenrt.controller.draobjects import publish_slices
 
     node = kube.get(path("api", "v1", "nodes", profile.name))
-    return publish_slices(kube, profile, node_uid=str(node["metadata"]["uid"]), labels=MANAGED_BY)
+    return publish_slices(
+        kube,
+        profile,
+        node_uid=str(node["metadata"]["uid"]),
+        labels=MANAGED_BY,
+        drivers={d.name for d in profile.dra},
+    )
 
 
 def run(options: Options, kube: KubeClient) -> None:

@@ -7,7 +7,9 @@ come from :mod:`fakenrt.dra.slices`).
   a node's pool keeps its ``generation`` while its slices are unchanged and gets the next
   one when the profile changed them (as a driver republishing a changed pool does). Slices
   of ours for a node that no longer match the profile (a driver removed, fewer devices)
-  are deleted.
+  are deleted; a writer serving some drivers only (``fakenrt dra-plugin --driver``) names
+  them and leaves the other drivers' slices alone. :func:`drop_slices` deletes ours on
+  nodes that have no DRA driver left.
 * A DeviceClass is created when missing and updated when it carries our label; one that
   exists without it belongs to someone else (a real driver's installation) and is left
   alone.
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from exporter.kubeclient import KubeClient, path
@@ -51,15 +53,21 @@ def _content(body: Mapping[str, Any]) -> Any:
 
 
 def publish_slices(
-    kube: KubeClient, profile: NodeProfile, *, node_uid: str, labels: Mapping[str, str]
+    kube: KubeClient,
+    profile: NodeProfile,
+    *,
+    node_uid: str,
+    labels: Mapping[str, str],
+    drivers: Collection[str] | None = None,
 ) -> list[str]:
-    """Bring the node's ResourceSlices in line with its profile (the slices of its
-    drivers carrying ``labels``); returns their names. The profile's name is the Node's."""
-    drivers = {d.name for d in profile.dra}
+    """Bring the node's ResourceSlices in line with its profile (the slices carrying
+    ``labels``, of ``drivers`` when given, else of every driver); returns their names.
+    The profile's name is the Node's."""
     existing, _ = kube.list_all(
         SLICES, labelSelector=_selector(labels), fieldSelector=f"spec.nodeName={profile.name}"
     )
-    existing = [s for s in existing if (s.get("spec") or {}).get("driver") in drivers]
+    if drivers is not None:
+        existing = [s for s in existing if (s.get("spec") or {}).get("driver") in drivers]
     current = {str(s["metadata"]["name"]): s for s in existing}
     owner = {
         "apiVersion": "v1",
@@ -88,6 +96,21 @@ def publish_slices(
         with contextlib.suppress(NotFound):
             kube.delete(f"{SLICES}/{name}")
     return [b["metadata"]["name"] for b in desired]
+
+
+def drop_slices(kube: KubeClient, nodes: Collection[str], *, labels: Mapping[str, str]) -> int:
+    """Delete the slices carrying ``labels`` on ``nodes`` (nodes whose profile has no DRA
+    driver any more); returns how many. One list, however many nodes."""
+    if not nodes:
+        return 0
+    items, _ = kube.list_all(SLICES, labelSelector=_selector(labels))
+    dropped = 0
+    for item in items:
+        if (item.get("spec") or {}).get("nodeName") in nodes:
+            with contextlib.suppress(NotFound):
+                kube.delete(f"{SLICES}/{item['metadata']['name']}")
+                dropped += 1
+    return dropped
 
 
 def publish_classes(kube: KubeClient, profiles: Sequence[NodeProfile], *, controller: str) -> None:

@@ -152,25 +152,25 @@ class Controller:
 
     def _publish_dra(self, profiles: Sequence[NodeProfile]) -> None:
         """The ResourceSlices of every served node with DRA drivers, and their
-        DeviceClasses. Without resource.k8s.io/v1 on the API server they cannot be
-        written: logged, and the nodes are served without them."""
+        DeviceClasses; our slices on served nodes without DRA drivers (left by an earlier
+        fleet) go. Without resource.k8s.io/v1 on the API server they cannot be written:
+        logged when the fleet has DRA nodes, and the nodes are served without them."""
         from exporter.kubeerrors import NotFound
-        from fakenrt.controller.draobjects import publish_classes, publish_slices
+        from fakenrt.controller.draobjects import drop_slices, publish_classes, publish_slices
 
         with_dra = [p for p in profiles if p.dra]
-        if not with_dra:
-            return
+        labels = {CONTROLLER_LABEL: self.settings.controller}
         try:
-            publish_classes(self.kube, with_dra, controller=self.settings.controller)
+            if with_dra:
+                publish_classes(self.kube, with_dra, controller=self.settings.controller)
             for profile in with_dra:
                 publish_slices(
-                    self.kube,
-                    profile,
-                    node_uid=self.node_uids[profile.name],
-                    labels={CONTROLLER_LABEL: self.settings.controller},
+                    self.kube, profile, node_uid=self.node_uids[profile.name], labels=labels
                 )
+            drop_slices(self.kube, {p.name for p in profiles if not p.dra}, labels=labels)
         except NotFound as exc:
-            log.error("cannot publish ResourceSlices (is resource.k8s.io/v1 served?): %s", exc)
+            if with_dra:
+                log.error("cannot publish ResourceSlices (is resource.k8s.io/v1 served?): %s", exc)
 
     def _serve(self, effect: SocketEffect) -> None:
         if self.endpoints is None:

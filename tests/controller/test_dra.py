@@ -166,6 +166,13 @@ def test_slices_and_classes_are_published_and_kept_across_restarts(kube: KubeCli
     assert changed[0]["spec"]["pool"]["generation"] == 2
     assert [d["name"] for d in changed[0]["spec"]["devices"]] == [f"gpu-{i}" for i in range(6)]
 
+    (plain,) = make_profiles(
+        {"name": node, "shape": {"numaNodes": 2, "coresPerNumaNode": 4, "memoryPerNumaNode": "8Gi"}}
+    )
+    with running(kube, [plain]):  # no DRA driver left on the node: its slices go
+        pass
+    assert slices_of(kube, node) == []
+
 
 def test_a_scheduled_claim_is_prepared_after_admission_and_listed(
     kube: KubeClient, namespace: str, tmp_path: Path

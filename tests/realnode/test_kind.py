@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -195,11 +196,20 @@ def test_dra_plugin_manifests_are_accepted_by_the_api_server(control_plane: Cont
     (account,) = [d for d in docs if d["kind"] == "ServiceAccount"]
     # a Pod is admitted only when its ServiceAccount exists: that one for real
     kube.create(path(*collections["ServiceAccount"]), account)
+    # cluster-scoped objects of the same names may exist on the suite's shared API server
+    # (the controller's DeviceClasses): validated under a name of this test's
+    suffix = uuid.uuid4().hex[:8]
     try:
         for doc in docs:
             if doc is not account:
                 kind = str(doc["kind"])
-                kube.request("POST", path(*collections[kind]), body=doc, query={"dryRun": "All"})
+                body = doc
+                if "namespaces" not in collections[kind]:
+                    metadata = doc["metadata"]
+                    assert isinstance(metadata, dict)
+                    renamed = {**metadata, "name": f"t{suffix}.{kind.lower()}"}
+                    body = {**doc, "metadata": renamed}
+                kube.request("POST", path(*collections[kind]), body=body, query={"dryRun": "All"})
     finally:
         kube.delete(path(*collections["ServiceAccount"], "fakenrt-dra-plugin"))
 
