@@ -6,8 +6,10 @@ field ResourceSlices support for this purpose), and RBAC grants list/watch of sl
 nothing else of DRA. ``run()`` lists, then watches from the list's resourceVersion,
 relists on 410 Gone, backs off with jitter on failures and retries slowly when the API
 server does not serve ``resource.k8s.io/v1`` (a cluster without DRA: no DRA device is
-ever placed, nothing else changes). Every change bumps ``generation`` and calls
-``on_change``; the index (device -> attributes) is rebuilt lazily once per generation.
+ever placed, nothing else changes) or refuses the list (an install without the DRA
+rule of manifests/exporter/rbac.yaml: logged once, as an error naming the fix). Every
+change bumps ``generation`` and calls ``on_change``; the index (device -> attributes) is
+rebuilt lazily once per generation.
 At most :data:`MAX_SLICES` slices are kept: a node's drivers publish a few, so more is a
 misbehaving writer, not a reason to grow without bound.
 """
@@ -21,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 from exporter.dra_numa import DeviceKey, DeviceNuma, PciNuma, index_slices, resolve
-from exporter.kubeerrors import ApiError, Gone, NotFound
+from exporter.kubeerrors import ApiError, Forbidden, Gone, NotFound
 from exporter.resources import ClaimDevice
 
 log = logging.getLogger(__name__)
@@ -71,6 +73,8 @@ class SliceCache:
         self.generation = 0
         #: the API server serves resource.k8s.io/v1 (None: not asked yet)
         self.served: bool | None = None
+        #: the API server refused the list (RBAC)
+        self.forbidden = False
         self.synced = threading.Event()
 
     # -- contents -----------------------------------------------------------------------
@@ -144,6 +148,7 @@ class SliceCache:
             try:
                 version, items = self._source.list_node_slices(self.node_name)
                 self.served = True
+                self.forbidden = False
                 self.replace(items)
                 self.synced.set()
                 backoff = INITIAL_BACKOFF_S
@@ -166,6 +171,18 @@ class SliceCache:
                 if self.served is not False:
                     log.info("resource.k8s.io/v1 is not served: no DRA device will be placed")
                 self.served = False
+                self.synced.set()
+                stop.wait(NOT_SERVED_RETRY_S)
+                continue
+            except Forbidden as exc:
+                if not self.forbidden:
+                    log.error(
+                        "may not list ResourceSlices: no DRA device will be placed until the "
+                        "exporter's ClusterRole grants list/watch of resourceslices "
+                        "(manifests/exporter/rbac.yaml)",
+                        extra={"error": str(exc)},
+                    )
+                self.forbidden = True
                 self.synced.set()
                 stop.wait(NOT_SERVED_RETRY_S)
                 continue

@@ -4,6 +4,7 @@ are now; and a cluster that does not serve resource.k8s.io/v1."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -11,6 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from exporter.dra_numa import RULE_NONE, RULE_STANDARD
 from exporter.kube_slices import SLICES, SliceApi
@@ -22,6 +24,8 @@ from fakenrt.dra.slices import resource_slices
 from fakenrt.profiles import parse_profiles
 from tests.controller.conftest import admin_kube
 from tests.controlplane.cluster import ControlPlane
+from tests.controlplane.helpers import admin_client, ensure_service_account
+from tests.exporter.kube_helpers import exporter_kube
 
 
 def _wait(probe: Callable[[], bool], what: str) -> None:
@@ -115,6 +119,35 @@ def test_a_cluster_without_dra_places_no_device() -> None:
     stop.set()
     thread.join(10)
     assert not thread.is_alive() and source.lists == 1
+
+
+@pytest.mark.controlplane
+def test_an_exporter_not_granted_slices_says_so_once_and_keeps_running(
+    control_plane: ControlPlane, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An install whose ClusterRole predates DRA: the API server refuses the list (403)."""
+    admin = admin_client(control_plane)
+    sa = f"no-dra-{uuid.uuid4().hex[:6]}"
+    ensure_service_account(admin, "default", sa)
+    token = (
+        client.CoreV1Api(admin)
+        .create_namespaced_service_account_token(
+            sa, "default", client.AuthenticationV1TokenRequest(spec={"audiences": []})
+        )
+        .status.token
+    )
+    cache = SliceCache(SliceApi(exporter_kube(control_plane, token)), "n1")
+    stop = threading.Event()
+    thread = threading.Thread(target=cache.run, args=(stop,), daemon=True)
+    with caplog.at_level(logging.ERROR, logger="exporter.slice_cache"):
+        thread.start()
+        assert cache.synced.wait(20)
+        stop.set()
+        thread.join(10)
+    assert cache.forbidden and cache.served is None and not thread.is_alive()
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "manifests/exporter/rbac.yaml" in line
+    assert cache.locate(ClaimDevice("gpu.nvidia.com", "n1", "gpu-0"), _no_pci).rule == RULE_NONE
 
 
 def test_hostile_numbers_of_slices_are_bounded() -> None:
