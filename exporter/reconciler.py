@@ -9,6 +9,9 @@ derive or compare and stops there: the steady state costs one List and a byte co
 No write happens in a pass whose List failed, for a pod the kubelet lists twice under
 one name (an old and a new pod), for a pod the API does not show as admitted by the
 kubelet, or for a terminal or deleting pod.
+DRA devices are placed by the node's ResourceSlices (``exporter.dra_observer``): a change
+of the slices re-derives every pod, and each full pass hands its pods to the observer
+(the misaligned pods' metrics, log line and Event).
 After a patch fails its retries the pass writes nothing more; a refused patch is not
 sent again to that pod before a backoff. The loop beats the liveness heartbeat
 (``Health.beat``) after each podresources call and each pod written, so a pass that is
@@ -24,6 +27,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from exporter.dra_alignment import Misalignment
+from exporter.dra_observer import DraObserver, PodObservation
 from exporter.health import Health
 from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher, PatchResult, changes_for
@@ -94,6 +99,7 @@ class _Memo:
     expected: frozenset[str]
     placement: PodPlacement
     desired: Mapping[str, str | None]
+    misaligned: tuple[Misalignment, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -124,8 +130,12 @@ class Reconciler:
         clock: Callable[[], float],
         wall_clock: Callable[[], float],
         rng: random.Random | None = None,
+        dra: DraObserver | None = None,
     ) -> None:
         self._podresources = podresources
+        #: places DRA devices and reports misaligned pods (None: DRA devices ignored)
+        self._dra = dra
+        self._dra_generation = dra.generation if dra is not None else 0
         self._cache = cache
         self._patcher = patcher
         self._load_cpu_map = load_cpu_map
@@ -167,6 +177,16 @@ class Reconciler:
             self._allocatable_at = now
             self._allocatable_generation = self._podresources.generation
 
+    def _refresh_dra(self) -> None:
+        """New ResourceSlices on the node can move a DRA device: derive every pod again."""
+        if self._dra is None:
+            return
+        generation = self._dra.generation
+        if generation != self._dra_generation:
+            self._dra_generation = generation
+            self._memo.clear()
+            self._epoch += 1
+
     def _maybe_reload_cpu_map(self, unknown: frozenset[int]) -> None:
         if not unknown or self._clock() - self._cpu_map_loaded_at < SYSFS_REFRESH_S:
             return
@@ -187,8 +207,15 @@ class Reconciler:
         memo = self._memo.get(report.key)
         if memo is not None and memo.report == report and memo.expected == expected:
             return memo
-        placement = derive_placement(report, self._cpu_map, expected_memory_containers=expected)
-        memo = _Memo(report, expected, placement, annotation_values(placement))
+        dra = self._dra
+        placement = derive_placement(
+            report,
+            self._cpu_map,
+            expected_memory_containers=expected,
+            dra_numa=dra.numa if dra is not None else None,
+        )
+        misaligned = dra.misalignments(report, self._cpu_map) if dra is not None else ()
+        memo = _Memo(report, expected, placement, annotation_values(placement), misaligned)
         self._memo[report.key] = memo
         return memo
 
@@ -212,6 +239,7 @@ class Reconciler:
             raw = self._podresources.list_raw()
             self._health.beat()
             self._refresh_allocatable()
+            self._refresh_dra()
             self._health.beat()
         except PodResourcesError as exc:
             # once per outage, not once per pass (the metrics count every failed call)
@@ -272,6 +300,7 @@ class Reconciler:
         writing = True
         pending = False
         written: list[str] = []
+        observed: list[PodObservation] = []
         for pod_report in reports:
             key = pod_report.key
             seen.add(key)
@@ -279,6 +308,7 @@ class Reconciler:
             if key in duplicates or pod is None or not pod.writable:
                 continue
             memo = self._desired(pod_report, pod)
+            observed.append(PodObservation(pod, pod_report, memo.misaligned))
             unknown |= memo.placement.unknown_cpus
             aligned += memo.placement.holds_aligned_resources
             changes = changes_for(pod, memo.desired)
@@ -311,6 +341,8 @@ class Reconciler:
         for key in [k for k in self._refused if k not in seen]:
             del self._refused[key]
 
+        if self._dra is not None:
+            self._dra.observe_pass(observed)
         frozen_unknown = frozenset(unknown)
         report.unknown_cpus = frozen_unknown
         self._metrics.unknown_cpus.set(len(frozen_unknown))

@@ -66,6 +66,14 @@ def test_daemonset_security_and_mounts() -> None:
     }
     assert mounts["pod-resources"]["mountPath"] == "/var/lib/kubelet/pod-resources"
     assert volumes["sysfs-numa"]["path"] == "/sys/devices/system/node"
+    # a DRA device's NUMA node by its PCI address: bus/pci/devices links into devices/
+    assert volumes["sysfs-pci"]["path"] == "/sys/bus/pci/devices"
+    assert volumes["sysfs-devices"]["path"] == "/sys/devices"
+    assert {m["mountPath"] for m in mounts.values() if m["name"].startswith("sysfs")} == {
+        "/host/sys/devices",
+        "/host/sys/devices/system/node",
+        "/host/sys/bus/pci/devices",
+    }
     args = container["args"]
     assert "--podresources-socket=/var/lib/kubelet/pod-resources/kubelet.sock" in args
     assert "--sysfs-root=/host/sys" in args
