@@ -7,11 +7,17 @@ manifests/exporter/admission-policy.yaml admits)."""
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from exporter.kubeclient import KubeClient, path
+from exporter.kubeerrors import ApiError, Forbidden
+from exporter.pods import PodView
+
+log = logging.getLogger(__name__)
 
 COMPONENT = "numa-exporter"
 DRA_MISALIGNED = "DRAMisaligned"
@@ -67,3 +73,48 @@ def record_misaligned(
         ),
         what=f"record a {DRA_MISALIGNED} event for pod {namespace}/{pod}",
     )
+
+
+class MisalignedEvents:
+    """Records a pod's ``DRAMisaligned`` Event off the caller's thread: ``submit`` queues a
+    job under a key (the daemon's event write pool); the job creates the Event (the
+    client retries what is transient) and logs what the API server refused."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        node: str,
+        submit: Callable[[str, Callable[[], None]], bool],
+        wall_clock: Callable[[], float],
+    ) -> None:
+        self._client = client
+        self._node = node
+        self._submit = submit
+        self._wall_clock = wall_clock
+
+    def record(self, pod: PodView, message: str) -> None:
+        def job() -> None:
+            try:
+                record_misaligned(
+                    self._client,
+                    namespace=pod.namespace,
+                    pod=pod.name,
+                    uid=pod.uid,
+                    node=self._node,
+                    message=message,
+                    now=self._wall_clock(),
+                )
+            except Forbidden as exc:
+                log.error(
+                    "the API server refused the DRAMisaligned event (RBAC: create events; "
+                    "the admission policy numa-exporter-own-events-only)",
+                    extra={"pod": pod.key, "error": str(exc)},
+                )
+            except ApiError as exc:
+                log.warning(
+                    "could not record the DRAMisaligned event",
+                    extra={"pod": pod.key, "error": str(exc)},
+                )
+
+        self._submit(f"event/{pod.uid}", job)

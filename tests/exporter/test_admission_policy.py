@@ -9,6 +9,7 @@ authentication.kubernetes.io/node-name).
 from __future__ import annotations
 
 import json
+import logging
 import random
 import time
 import uuid
@@ -262,12 +263,14 @@ def test_admission_policy_with_a_node_bound_token(
 
 
 def test_events_only_dra_misaligned_from_the_own_node(
+    *,
     control_plane: ControlPlane, api_client: client.ApiClient, installed: str, namespace: str,
-    nodes: tuple[str, str],
+    nodes: tuple[str, str], caplog: pytest.LogCaptureFixture,
 ) -> None:  # fmt: skip
-    from exporter.kube_events import misaligned_event, record_misaligned
+    from exporter.kube_events import MisalignedEvents, misaligned_event
     from exporter.kubeclient import KubeClient
     from exporter.kubeconfig import ClusterConfig
+    from exporter.pods import PodView
 
     node_a, node_b = nodes
     pod = create_pod(api_client, namespace, "train", node=node_a)
@@ -276,10 +279,22 @@ def test_events_only_dra_misaligned_from_the_own_node(
         ClusterConfig(server=control_plane.server, ca_file=control_plane.ca_file, token=token)
     )
     uid = pod["metadata"]["uid"]
+    view = PodView(namespace, "train", uid)
+
+    def at_once(_key: str, job: Callable[[], None]) -> bool:
+        job()
+        return True
+
+    def recorder(node: str) -> MisalignedEvents:
+        return MisalignedEvents(kube, node=node, submit=at_once, wall_clock=time.time)
+
     # what the exporter writes is admitted, and shows on the pod
-    record_misaligned(
-        kube, namespace=namespace, pod="train", uid=uid, node=node_a, message="m", now=time.time()
-    )
+    recorder(node_a).record(view, "m")
+    # as another node's exporter: refused, and the exporter says why (and keeps going)
+    with caplog.at_level(logging.ERROR, logger="exporter.kube_events"):
+        recorder(node_b).record(view, "m")
+    (refused,) = [r for r in caplog.records if r.name == "exporter.kube_events"]
+    assert "admission policy numa-exporter-own-events-only" in refused.getMessage()
     events = client.CoreV1Api(api_client).list_namespaced_event(
         namespace, field_selector="involvedObject.name=train"
     )
