@@ -1,6 +1,7 @@
-"""A fake DRA kubelet plugin on real unix sockets: the DRA kubelet plugin API v1 and the
-plugin registration API v1, for one driver of a profile node. The only fakenrt module
-that imports the generated DRA and registration code.
+"""A fake DRA kubelet plugin on real unix sockets: the DRA kubelet plugin API v1, the DRA
+device health API v1alpha1 and the plugin registration API v1, for one driver of a
+profile node. The only fakenrt module that imports the generated DRA, DRA health and
+registration code.
 
 As a driver built on ``k8s.io/dynamic-resource-allocation/kubeletplugin`` does:
 
@@ -14,6 +15,14 @@ As a driver built on ``k8s.io/dynamic-resource-allocation/kubeletplugin`` does:
   :func:`fakenrt.dra.driver.prepare_claim` - the simulator's rule, so a real kubelet and
   the simulator list the same devices and CDI ids; a device that is not the driver's on
   this node fails that claim. ``NodeUnprepareResources`` has nothing to undo.
+* ``DRAResourceHealth`` on the same endpoint: ``NodeWatchResources`` streams every
+  device of the driver as healthy, again every ``health_interval_s`` (the kubelet takes
+  a device's health as unknown after ``health_check_timeout_seconds`` without an update:
+  three intervals), until the kubelet or the plugin ends the stream. Without it the
+  kubelet v1.36 (ResourceHealthStatus, on by default) logs an error every 5 s
+  (``pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go``, ``manager.go``
+  ``HandleWatchResourcesStream``); with it the pod status shows each prepared device's
+  health (``allocatedResourcesStatus``).
 
 Reading claims is injected (``read_claim``), so tests can run the plugin without an API
 server; the command (``fakenrt dra-plugin``) reads them with the project's Kubernetes
@@ -24,7 +33,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from pathlib import Path
 
@@ -35,6 +45,8 @@ from fakenrt.dra.driver import PrepareError, prepare_claim
 from fakenrt.profiles.model import DraDriver
 from protos.dra.v1 import api_pb2 as dra_pb2
 from protos.dra.v1 import api_pb2_grpc as dra_grpc
+from protos.drahealth.v1alpha1 import api_pb2 as health_pb2
+from protos.drahealth.v1alpha1 import api_pb2_grpc as health_grpc
 from protos.pluginregistration.v1 import api_pb2 as reg_pb2
 from protos.pluginregistration.v1 import api_pb2_grpc as reg_grpc
 
@@ -44,6 +56,9 @@ DRA_PLUGIN_TYPE = "DRAPlugin"
 DRA_SERVICE = "v1.DRAPlugin"
 DEFAULT_PLUGINS_DIR = Path("/var/lib/kubelet/plugins")
 DEFAULT_REGISTRY_DIR = Path("/var/lib/kubelet/plugins_registry")
+#: How often the health stream repeats the devices' health (the kubelet's own default
+#: timeout is 30 s; the plugin announces three intervals).
+DEFAULT_HEALTH_INTERVAL_S = 10.0
 #: sun_path holds 108 bytes including the terminating NUL.
 MAX_SOCKET_PATH_BYTES = 107
 
@@ -118,6 +133,37 @@ class _DraServicer(dra_grpc.DRAPluginServicer):
         return response
 
 
+class _HealthServicer(health_grpc.DRAResourceHealthServicer):
+    def __init__(self, plugin: FakeDraPlugin) -> None:
+        self._plugin = plugin
+
+    def _health(self) -> health_pb2.NodeWatchResourcesResponse:
+        plugin = self._plugin
+        now = int(time.time())
+        timeout = max(1, round(3 * plugin.health_interval_s))
+        return health_pb2.NodeWatchResourcesResponse(
+            devices=[
+                health_pb2.DeviceHealth(
+                    device=health_pb2.DeviceIdentifier(
+                        pool_name=plugin.driver.pool, device_name=device.name
+                    ),
+                    health=health_pb2.HEALTHY,
+                    last_updated_time=now,
+                    health_check_timeout_seconds=timeout,
+                )
+                for device in plugin.driver.devices
+            ]
+        )
+
+    def NodeWatchResources(
+        self, request: health_pb2.NodeWatchResourcesRequest, context: grpc.ServicerContext
+    ) -> Iterator[health_pb2.NodeWatchResourcesResponse]:
+        plugin = self._plugin
+        while context.is_active() and not plugin.stopping.is_set():
+            yield self._health()
+            plugin.stopping.wait(plugin.health_interval_s)
+
+
 class _RegistrationServicer(reg_grpc.RegistrationServicer):
     def __init__(self, plugin: FakeDraPlugin) -> None:
         self._plugin = plugin
@@ -151,8 +197,12 @@ class FakeDraPlugin:
         read_claim: ClaimReader,
         plugins_dir: Path = DEFAULT_PLUGINS_DIR,
         registry_dir: Path = DEFAULT_REGISTRY_DIR,
+        health_interval_s: float = DEFAULT_HEALTH_INTERVAL_S,
     ) -> None:
         self.driver = driver
+        self.health_interval_s = health_interval_s
+        #: set by ``stop``: ends the health streams
+        self.stopping = threading.Event()
         self.node = node
         self.read_claim = read_claim
         self.endpoint = endpoint_path(Path(plugins_dir), driver.name)
@@ -181,7 +231,8 @@ class FakeDraPlugin:
         socket.parent.mkdir(parents=True, exist_ok=True)
         if socket.exists() or socket.is_symlink():
             socket.unlink()
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        # a health stream holds a worker for as long as it is open
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
         add(server)
         try:
             server.add_insecure_port(f"unix://{socket}")
@@ -190,13 +241,17 @@ class FakeDraPlugin:
         server.start()
         return server
 
+    def _add_endpoint_services(self, server: grpc.Server) -> None:
+        dra_grpc.add_DRAPluginServicer_to_server(_DraServicer(self), server)
+        health_grpc.add_DRAResourceHealthServicer_to_server(_HealthServicer(self), server)
+
     def start(self) -> None:
         """Serve DRAPlugin first, then the registration socket the kubelet watches for
         (so the endpoint answers once the kubelet finds the plugin)."""
         self._servers.append(
             self._serve(
                 self.endpoint,
-                lambda s: dra_grpc.add_DRAPluginServicer_to_server(_DraServicer(self), s),
+                self._add_endpoint_services,
             )
         )
         self._servers.append(
@@ -209,6 +264,7 @@ class FakeDraPlugin:
         )
 
     def stop(self) -> None:
+        self.stopping.set()
         # the registration socket first: the kubelet then deregisters the plugin
         for server in reversed(self._servers):
             server.stop(grace=None).wait(timeout=5)

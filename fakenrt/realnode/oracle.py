@@ -318,6 +318,38 @@ def misaligned_pods(verdicts: Sequence[Verdict], profile: NodeProfile) -> tuple[
     return tuple(out)
 
 
+def dra_zones(
+    verdicts: Sequence[Verdict], profile: NodeProfile
+) -> dict[str, dict[int, dict[str, int]]]:
+    """Per admitted pod with DRA devices: NUMA node -> driver -> how many of its devices
+    sit there (by the profile; a device listed by several containers counts once, one
+    without a NUMA node nowhere) - what the exporter's observed placement must show."""
+    numa_of = {
+        (driver.name, driver.pool, device.name): device.numa
+        for driver in profile.dra
+        for device in driver.devices
+    }
+    out: dict[str, dict[int, dict[str, int]]] = {}
+    for v in verdicts:
+        if not v.admitted:
+            continue
+        seen: set[tuple[str, str, str, str | None]] = set()
+        zones: dict[int, dict[str, int]] = {}
+        for c in v.containers:
+            for p in c.dynamic:
+                for driver, pool, device, _cdi, share in p.devices:
+                    if (driver, pool, device, share) in seen:
+                        continue
+                    seen.add((driver, pool, device, share))
+                    numa = numa_of.get((driver, pool, device))
+                    if numa is not None:
+                        counts = zones.setdefault(numa, {})
+                        counts[driver] = counts.get(driver, 0) + 1
+        if zones:
+            out[v.pod] = zones
+    return out
+
+
 def _as_dynamic(p: ClaimPlacement) -> DynamicResource:
     namespace, _, name = p.claim.partition("/")
     return DynamicResource(

@@ -2,7 +2,8 @@
 ``*-reg.sock`` sockets in a registry directory, calls ``GetInfo``, validates the answer as
 the kubelet's DRA plugin manager does (type ``DRAPlugin``, a supported service it speaks:
 ``v1.DRAPlugin``) and reports with ``NotifyRegistrationStatus`` - then calls the plugin's
-endpoint as the kubelet's DRA manager does. All over real unix sockets."""
+endpoint as the kubelet's DRA manager does (prepare, unprepare, the health stream). All
+over real unix sockets."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import grpc
 
 from protos.dra.v1 import api_pb2 as dra_pb2
 from protos.dra.v1 import api_pb2_grpc as dra_grpc
+from protos.drahealth.v1alpha1 import api_pb2 as health_pb2
+from protos.drahealth.v1alpha1 import api_pb2_grpc as health_grpc
 from protos.pluginregistration.v1 import api_pb2 as reg_pb2
 from protos.pluginregistration.v1 import api_pb2_grpc as reg_grpc
 
@@ -83,6 +86,23 @@ class FakePluginWatcher:
                 ),
                 timeout=5,
             )
+
+    def watch_health(
+        self, driver: str, answers: int, *, timeout: float = 10
+    ) -> list[health_pb2.NodeWatchResourcesResponse]:
+        """The first ``answers`` of NodeWatchResources, on the endpoint's connection (as
+        the kubelet's DRA plugin manager opens it), then the stream is cancelled."""
+        out: list[health_pb2.NodeWatchResourcesResponse] = []
+        with grpc.insecure_channel(f"unix://{self.plugins[driver]}") as channel:
+            stream = health_grpc.DRAResourceHealthStub(channel).NodeWatchResources(
+                health_pb2.NodeWatchResourcesRequest(), timeout=timeout
+            )
+            for answer in stream:
+                out.append(answer)
+                if len(out) == answers:
+                    stream.cancel()
+                    break
+        return out
 
     def stop(self) -> None:
         self._stop.set()

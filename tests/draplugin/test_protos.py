@@ -9,11 +9,20 @@ from pathlib import Path
 import pytest
 
 from protos.dra.v1 import api_pb2 as dra
-from protos.generate import DRA_PROTO, GENERATED, PROTOS, REGISTRATION_PROTO, REPO_ROOT, generate
+from protos.drahealth.v1alpha1 import api_pb2 as health
+from protos.generate import (
+    DRA_HEALTH_PROTO,
+    DRA_PROTO,
+    GENERATED,
+    PROTOS,
+    REGISTRATION_PROTO,
+    REPO_ROOT,
+    generate,
+)
 from protos.pluginregistration.v1 import api_pb2 as registration
 
 
-@pytest.mark.parametrize("proto", [DRA_PROTO, REGISTRATION_PROTO])
+@pytest.mark.parametrize("proto", [DRA_PROTO, REGISTRATION_PROTO, DRA_HEALTH_PROTO])
 def test_committed_stubs_match_the_proto(tmp_path: Path, proto: Path) -> None:
     assert proto in PROTOS
     for produced in generate(tmp_path, proto):
@@ -67,3 +76,23 @@ def test_registration_wire_names_and_numbers() -> None:
     assert _fields(registration.RegistrationStatus) == {"plugin_registered": 1, "error": 2}
     assert _fields(registration.RegistrationStatusResponse) == {}
     assert _fields(registration.InfoRequest) == {}
+
+
+def test_dra_health_wire_names_and_numbers() -> None:
+    # the method path the kubelet calls: /v1alpha1.DRAResourceHealth/NodeWatchResources
+    assert health.DESCRIPTOR.package == "v1alpha1"
+    service = health.DESCRIPTOR.services_by_name["DRAResourceHealth"]
+    (method,) = service.methods
+    assert method.name == "NodeWatchResources"
+    assert method.server_streaming and not method.client_streaming
+    assert _fields(health.NodeWatchResourcesRequest) == {}
+    assert _fields(health.NodeWatchResourcesResponse) == {"devices": 1}
+    assert _fields(health.DeviceIdentifier) == {"pool_name": 1, "device_name": 2}
+    assert _fields(health.DeviceHealth) == {
+        "device": 1,
+        "health": 2,
+        "last_updated_time": 3,
+        "health_check_timeout_seconds": 4,
+        "message": 5,
+    }
+    assert dict(health.HealthStatus.items()) == {"UNKNOWN": 0, "HEALTHY": 1, "UNHEALTHY": 2}

@@ -19,6 +19,8 @@ from fakenrt.draplugin.cdi import cdi_spec, env_name, spec_file_name
 from fakenrt.draplugin.server import ClaimReadError, FakeDraPlugin
 from fakenrt.profiles import parse_profiles
 from fakenrt.profiles.model import DraDriver
+from protos.drahealth.v1alpha1 import api_pb2 as health_pb2
+from protos.drahealth.v1alpha1 import api_pb2_grpc as health_grpc
 from tests.draplugin.kubelet import FakePluginWatcher
 
 WAIT = 10.0
@@ -130,6 +132,48 @@ def test_registration_then_prepare_as_the_kubelet_does(dirs: tuple[Path, Path]) 
         plugin.stop()
         watcher.stop()
     assert not list(plugins.rglob("*.sock")) and not list(registry.glob("*.sock"))
+
+
+def test_the_health_stream_repeats_every_device_healthy_until_the_plugin_stops(
+    dirs: tuple[Path, Path],
+) -> None:
+    plugins, registry = dirs
+    plugin = FakeDraPlugin(
+        _driver(),
+        node="n1",
+        read_claim=lambda n, c: _claim(c),
+        plugins_dir=plugins,
+        registry_dir=registry,
+        health_interval_s=0.1,
+    )
+    watcher = FakePluginWatcher(registry)
+    plugin.start()
+    try:
+        assert plugin.wait_registered(WAIT)
+        before = int(time.time())
+        answers = watcher.watch_health("gpu.nvidia.com", 3)
+        assert len(answers) == 3
+        for answer in answers:
+            assert [(d.device.pool_name, d.device.device_name) for d in answer.devices] == [
+                ("n1", f"gpu-{i}") for i in range(4)
+            ]
+            assert {d.health for d in answer.devices} == {health_pb2.HEALTHY}
+            assert {d.health_check_timeout_seconds for d in answer.devices} == {1}  # 3 x 0.1 s
+            assert all(d.last_updated_time >= before for d in answer.devices)
+
+        # a stream left open ends when the plugin stops: the kubelet sees it end
+        with grpc.insecure_channel(f"unix://{watcher.plugins['gpu.nvidia.com']}") as channel:
+            stream = health_grpc.DRAResourceHealthStub(channel).NodeWatchResources(
+                health_pb2.NodeWatchResourcesRequest(), timeout=WAIT
+            )
+            next(stream)
+            plugin.stop()
+            with pytest.raises((grpc.RpcError, StopIteration)):
+                while True:
+                    next(stream)
+    finally:
+        plugin.stop()
+        watcher.stop()
 
 
 def test_an_unsupported_service_is_refused_by_the_kubelet(dirs: tuple[Path, Path]) -> None:

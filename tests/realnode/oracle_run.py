@@ -23,9 +23,12 @@ from typing import IO
 from fakenrt.dra.claims import claim_from_manifest
 from fakenrt.dra.slices import on_node
 from fakenrt.podspec import pod_from_manifest
+from fakenrt.profiles.model import NodeProfile
 from fakenrt.realnode.oracle import (
+    Verdict,
     compare,
     compared_fields,
+    dra_zones,
     misaligned_pods,
     real_verdicts,
     reproducer,
@@ -39,6 +42,7 @@ from fakenrt.realnode.scenarios import (
     scenario_inputs,
 )
 from tests.realnode.dynamic import list_dynamic
+from tests.realnode.exporter_view import observe
 from tests.realnode.realkubelet import RealKubeletNode, create, delete
 
 CLUSTER = os.environ.get("NUMA_TESTKIT_ORACLE_CLUSTER", "numa-testkit-oracle")
@@ -55,6 +59,12 @@ class Report:
     dra_scenarios: int = 0
     dra_pods: int = 0
     misaligned: list[str] = field(default_factory=list)
+    #: The exporter on the real kubelet (tests/realnode/exporter_view.py): the DRA pods
+    #: whose observed zones it was checked on, the devices by the rule that placed them,
+    #: and where it disagreed with the kubelet's listing.
+    exporter_pods: int = 0
+    exporter_rules: dict[str, int] = field(default_factory=dict)
+    exporter_differences: list[str] = field(default_factory=list)
 
 
 def run_scenario(real: RealKubeletNode, scenario: Scenario, report: Report, out: IO[str]) -> None:
@@ -88,6 +98,10 @@ def run_scenario(real: RealKubeletNode, scenario: Scenario, report: Report, out:
         ran = misaligned_pods(kubelet, profile)
         report.misaligned += [f"{scenario.name}/{p.rsplit('/', 1)[1]}" for p in ran]
         misaligned = f", misaligned on the kubelet: {', '.join(ran) or '-'}"
+        misaligned += _check_exporter(
+            real, scenario=scenario.name, kubelet=kubelet, profile=profile, misaligned=ran,
+            report=report,
+        )  # fmt: skip
     print(
         f"{scenario.name}: {len(differences)} difference(s) [{verdicts}]{misaligned}",
         file=out,
@@ -104,6 +118,41 @@ def run_scenario(real: RealKubeletNode, scenario: Scenario, report: Report, out:
                 claims=real.claims() if scenario.claims else (),
             )
         )
+
+
+def _check_exporter(
+    real: RealKubeletNode,
+    *,
+    scenario: str,
+    kubelet: Sequence[Verdict],
+    profile: NodeProfile,
+    misaligned: Sequence[str],
+    report: Report,
+) -> str:
+    """The exporter's view of the node against the kubelet's listing: each DRA pod's
+    devices per NUMA zone, and the misaligned pods."""
+    view = observe(real, "default")
+    drivers = {d.name for d in profile.dra}
+    expected = dra_zones(kubelet, profile)
+    differences = []
+    for pod, zones in expected.items():
+        observed = {
+            numa: {k: v for k, v in amounts.items() if k in drivers}
+            for numa, amounts in view.placements.get(pod, {}).items()
+        }
+        observed = {numa: amounts for numa, amounts in observed.items() if amounts}
+        if observed != zones:
+            differences.append(f"{scenario}: {pod}: exporter zones {observed}, kubelet {zones}")
+    if view.misaligned != frozenset(misaligned):
+        differences.append(
+            f"{scenario}: exporter names misaligned {sorted(view.misaligned)}, "
+            f"kubelet runs {sorted(misaligned)}"
+        )
+    report.exporter_pods += len(expected)
+    for rule, count in view.rules.items():
+        report.exporter_rules[rule] = report.exporter_rules.get(rule, 0) + count
+    report.exporter_differences += differences
+    return f"; exporter: {len(expected)} DRA pods placed, {len(differences)} difference(s)"
 
 
 def run_on(
@@ -161,7 +210,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{len(report.misaligned)} run misaligned by the kubelet: "
             f"{', '.join(report.misaligned) or '-'}"
         )
-    return 1 if report.reproducers else 0
+        print(
+            f"exporter on the real kubelet: {report.exporter_pods} DRA pods, devices by rule "
+            f"{dict(sorted(report.exporter_rules.items()))}, "
+            f"{len(report.exporter_differences)} difference(s)"
+        )
+        for text in report.exporter_differences:
+            print("  " + text)
+    return 1 if report.reproducers or report.exporter_differences else 0
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from fakenrt.realnode.oracle import (
     Verdict,
     compare,
     compared_fields,
+    dra_zones,
     kubelet_decided,
     misaligned_pods,
     real_verdicts,
@@ -477,6 +478,14 @@ def test_a_kubelet_that_prepares_claims_like_the_simulator_agrees(tmp_path: Path
     # far: CPUs on NUMA node 0, its GPU on 1; near: CPUs on 1, its GPU on 0; mixed: its
     # CPU and device-plugin GPU aligned on 0, its DRA GPU on 1
     assert misaligned_pods(real, profile) == ("default/far", "default/near", "default/mixed")
+    # what the exporter's observed placement must show of them (gpu-0..2 on NUMA node 0,
+    # gpu-3..5 on 1); "waiting" is admitted with no device prepared: not listed
+    assert dra_zones(real, profile) == {
+        "default/far": {1: {"gpu.nvidia.com": 1}},
+        "default/near": {0: {"gpu.nvidia.com": 1}},
+        "default/two": {0: {"gpu.nvidia.com": 1}, 1: {"gpu.nvidia.com": 1}},
+        "default/mixed": {1: {"gpu.nvidia.com": 1}},
+    }
     # the DRA field is compared for the 5 admitted pods' containers with claims
     assert compared_fields(simulated) == 6 * 2 + 5 * 4
 

@@ -38,3 +38,5 @@ def test_real_kubelet_agrees_with_the_simulator(realnode_cluster: RealNodeCluste
     # another NUMA node than their CPUs, exactly as the simulator says
     assert report.dra_scenarios == len(dra_scenarios())
     assert report.misaligned, out.getvalue()
+    # the exporter on the real kubelet sees the DRA devices where the kubelet put them
+    assert report.exporter_pods and not report.exporter_differences, out.getvalue()
