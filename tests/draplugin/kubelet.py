@@ -91,7 +91,7 @@ class FakePluginWatcher:
         self, driver: str, answers: int, *, timeout: float = 10
     ) -> list[health_pb2.NodeWatchResourcesResponse]:
         """The first ``answers`` of NodeWatchResources, on the endpoint's connection (as
-        the kubelet's DRA plugin manager opens it), then the stream is cancelled."""
+        the kubelet's DRA plugin manager opens it); then the connection closes."""
         out: list[health_pb2.NodeWatchResourcesResponse] = []
         with grpc.insecure_channel(f"unix://{self.plugins[driver]}") as channel:
             stream = health_grpc.DRAResourceHealthStub(channel).NodeWatchResources(
@@ -100,8 +100,7 @@ class FakePluginWatcher:
             for answer in stream:
                 out.append(answer)
                 if len(out) == answers:
-                    stream.cancel()
-                    break
+                    break  # closing the channel cancels the stream
         return out
 
     def stop(self) -> None:

@@ -163,8 +163,10 @@ def test_the_health_stream_repeats_every_device_healthy_until_the_plugin_stops(
 
         # a stream left open ends when the plugin stops: the kubelet sees it end
         with grpc.insecure_channel(f"unix://{watcher.plugins['gpu.nvidia.com']}") as channel:
-            stream = health_grpc.DRAResourceHealthStub(channel).NodeWatchResources(
-                health_pb2.NodeWatchResourcesRequest(), timeout=WAIT
+            stream = iter(
+                health_grpc.DRAResourceHealthStub(channel).NodeWatchResources(
+                    health_pb2.NodeWatchResourcesRequest(), timeout=WAIT
+                )
             )
             next(stream)
             plugin.stop()
