@@ -11,8 +11,7 @@ The exporter runs as its own process, started as the DaemonSet's image starts it
 (``kind/image.sh``, ``Dockerfile``): a console script ``#!<python> -S`` whose modules come
 from ``PYTHONPATH`` (here the checkout and this interpreter's site-packages, byte-compiled
 ahead as the image's are), ``PYTHONDONTWRITEBYTECODE=1``, and API credentials as
-in-cluster ones are (a token file and a CA file; written as a JSON kubeconfig, which the
-exporter reads without the YAML parser, as in-cluster it reads no YAML at all). It runs
+in-cluster ones are (a token file and a CA file, named by a kubeconfig). It runs
 against the suite's real kube-apiserver + etcd and a fake podresources server on a unix
 socket. Its CPU time comes from ``/proc/<pid>/stat`` (every thread), RSS from
 ``/proc/<pid>/status``. Printed, one line per figure with its target:
@@ -384,8 +383,8 @@ class Bench:
         return script, env
 
     def _in_cluster_like_kubeconfig(self, work: Path) -> Path:
-        """What in-cluster credentials are (a token file and a CA file), as a JSON
-        kubeconfig (read without the YAML parser: in-cluster no YAML is read at all)."""
+        """What in-cluster credentials are (a token file, re-read every minute, and a CA
+        file), named by a kubeconfig."""
         token = work / "token"
         token.write_text(self.cp.admin_token)
         doc = {

@@ -1,9 +1,9 @@
 """``numa-exporter run``: wires the edges together and runs until SIGTERM/SIGINT.
 
 Threads: the pod cache's list/watch loop, the node's ResourceSlice list/watch loop (DRA
-devices' NUMA nodes), the HTTP server (metrics and probes) and the reconcile loop. Every
-dependency is built here from the options, or passed in by tests (clock, registry, API
-client).
+devices' NUMA nodes), the HTTP server (metrics and probes), the reconcile loop and the
+write pools' workers (patches, DRAMisaligned events). Every dependency is built here
+from the options, or passed in by tests (clock, registry, API client).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from exporter import __version__, stopsignals
 from exporter.dra_observer import DraObserver
 from exporter.endpoints import HttpServer
 from exporter.health import Health
+from exporter.kube_events import MisalignedEvents
 from exporter.kube_pods import PodApi
 from exporter.kube_slices import SliceApi
 from exporter.kubeclient import KubeClient
@@ -34,6 +35,7 @@ from exporter.podresources_client import DEFAULT_TIMEOUT_S, PodResourcesClient
 from exporter.reconciler import Reconciler
 from exporter.slice_cache import SliceCache
 from exporter.sysfs import read_cpu_numa_map, read_pci_numa_node
+from exporter.writepool import DEFAULT_WRITE_CONCURRENCY, WritePool
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +52,9 @@ class Options:
     metrics_bind_address: str = ":8080"
     rpc_timeout_s: float = DEFAULT_TIMEOUT_S
     readiness_window: int = 3
+    #: patches in flight at once (one per pod): a slow API server costs latency, not
+    #: a pass of (pods x latency)
+    write_concurrency: int = DEFAULT_WRITE_CONCURRENCY
     #: /healthz fails after the reconcile loop made no progress for this long (None:
     #: ``liveness_window_s(poll_interval_s, rpc_timeout_s)``)
     liveness_window_s: float | None = None
@@ -107,17 +112,27 @@ class Exporter:
         self.slices = SliceCache(
             SliceApi(kube), options.node_name, on_change=self.wake.set, rng=rng
         )
+        #: the DRAMisaligned events, one at a time, off the reconcile loop
+        self.event_writes = WritePool(1, name="event")
+        events = MisalignedEvents(
+            kube,
+            node=options.node_name,
+            submit=self.event_writes.submit,
+            wall_clock=wall_clock,
+        )
         self.dra = DraObserver(
             locate=lambda device: self.slices.locate(
                 device, lambda address: read_pci_numa_node(options.sysfs_root, address)
             ),
             generation=lambda: self.slices.generation,
             metrics=self.metrics,
+            record_event=events.record,
         )
         self.reconciler = Reconciler(
             podresources=self.podresources,
             cache=self.cache,
             patcher=Patcher(pod_api, sleep=self._sleep, rng=rng),
+            writes=WritePool(options.write_concurrency, name="patch"),
             load_cpu_map=lambda: read_cpu_numa_map(options.sysfs_root),
             metrics=self.metrics,
             health=self.health,
@@ -174,6 +189,7 @@ class Exporter:
         self.slices.interrupt()
         for thread in self._threads:
             thread.join(timeout_s)
+        self.event_writes.stop(timeout_s)
         self.http.stop()
         self.podresources.close()
 
@@ -182,8 +198,10 @@ def freeze_startup_heap() -> None:
     """Move every object alive now (modules, classes, functions: the imports) out of the
     garbage collector's sight: they live as long as the process, and the collections a
     burst of decoded pods triggers would otherwise walk them all, again and again (no
-    collection first: a full one costs more CPU than the few cycles it would free)."""
+    collection first: a full one costs more CPU than the few cycles it would free). The
+    collector is on from here (the console script starts with it off, for the imports)."""
     gc.freeze()
+    gc.enable()
 
 
 def run(

@@ -18,7 +18,15 @@ from exporter.kubeclient import KubeClient
 from fakenrt.controller.endpoints import socket_path, sysfs_root
 from tests.controller.conftest import unique
 from tests.controller.harness import create_pod, get_pod, phase_of, running, wait_for
-from tests.controller.test_dra import GPU, allocate, bind, claiming_pod, create_claim, dra_profile
+from tests.controller.test_dra import (
+    GPU,
+    allocate,
+    bind,
+    claiming_pod,
+    create_claim,
+    dra_profile,
+    events_of,
+)
 from tests.controller.test_exporter_e2e import REPO, _free_port
 from tests.controlplane.cluster import ControlPlane
 
@@ -78,6 +86,13 @@ def test_the_exporter_places_a_dra_gpu_and_names_the_misaligned_pod(
                 what="observed placement",
             )
             series = wait_for(lambda: misaligned_series(port), timeout=30, what="the metric")
+            (event,) = wait_for(
+                lambda: [
+                    e for e in events_of(kube, namespace, "train") if e["reason"] == "DRAMisaligned"
+                ],
+                timeout=30,
+                what="the DRAMisaligned event",
+            )
         finally:
             exporter.terminate()
             _, stderr = exporter.communicate(timeout=30)
@@ -89,3 +104,5 @@ def test_the_exporter_places_a_dra_gpu_and_names_the_misaligned_pod(
         ), stderr[-2000:]
         assert series == {(namespace, "train"): 1.0}
         assert f"pod {namespace}/train runs misaligned" in stderr
+        assert event["type"] == "Warning" and event["source"]["host"] == node
+        assert event["message"].startswith(f"pod {namespace}/train runs misaligned: container main")

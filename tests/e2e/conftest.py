@@ -14,8 +14,8 @@ from collections.abc import Callable, Generator, Iterator
 import pytest
 
 from exporter.kubeclient import KubeClient, path
-from exporter.kubeconfig import from_kubeconfig
 from exporter.kubeerrors import Conflict, NotFound
+from exporter.kubesettings import from_kubeconfig
 from tests.controller.conftest import admin_kube
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.helpers import ensure_namespace

@@ -269,7 +269,7 @@ def test_events_only_dra_misaligned_from_the_own_node(
 ) -> None:  # fmt: skip
     from exporter.kube_events import MisalignedEvents, misaligned_event
     from exporter.kubeclient import KubeClient
-    from exporter.kubeconfig import ClusterConfig
+    from exporter.kubesettings import ClusterConfig
     from exporter.pods import PodView
 
     node_a, node_b = nodes

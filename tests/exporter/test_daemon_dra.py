@@ -16,6 +16,7 @@ import pytest
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
 from exporter.dra_numa import RULE_DRIVER, RULE_NONE, RULE_PCI, RULE_STANDARD
 from exporter.kube_slices import SLICES
+from exporter.kubeclient import path
 from exporter.resources import ClaimDevice, ClaimResources, ContainerResources, PodResources
 from tests.controller.conftest import admin_kube
 from tests.controlplane.cluster import ControlPlane
@@ -127,6 +128,18 @@ def test_dra_devices_are_placed_counted_and_a_misaligned_pod_is_named(
         (line,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert line.startswith(f"pod {ns}/far runs misaligned: container main: DRA device ")
 
+        # and one Event on the pod, with the same words
+        def events() -> list[dict[str, Any]]:
+            items, _ = kube.list_all(
+                path("api", "v1", "namespaces", ns, "events"),
+                fieldSelector="involvedObject.name=far",
+            )
+            return [e for e in items if e["reason"] == "DRAMisaligned"]
+
+        (event,) = wait_until(events, what="the DRAMisaligned event")
+        assert (event["type"], event["message"]) == ("Warning", line)
+        assert event["source"] == {"component": "numa-exporter", "host": d.node}
+
         # the driver republishes its pool with gpu-1 on NUMA node 0: far is aligned now
         moved = nvidia_slice(d.node, gpu1_numa=0, generation=2)
         current = kube.get(f"{SLICES}/{d.node}-nvidia")
@@ -135,6 +148,7 @@ def test_dra_devices_are_placed_counted_and_a_misaligned_pod_is_named(
         far_after = placement('{"zone":"node-0","amount":{"cpu":"4","gpu.nvidia.com":"1"}}')
         wait_until(d.annotated("far", far_after), what="far annotated again")
         wait_until(lambda: d.metric("numa_exporter_dra_misaligned_pods") == 0, what="far aligned")
+        assert len(events()) == 1  # once per pod
         series = {"namespace": ns, "pod": "far"}
         assert (
             d.exporter.registry.get_sample_value("numa_exporter_dra_pod_misaligned", series) is None

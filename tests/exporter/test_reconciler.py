@@ -23,7 +23,7 @@ from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
 from exporter.health import Health
 from exporter.kube_pods import PodApi
 from exporter.kubeclient import KubeClient
-from exporter.kubeconfig import ClusterConfig
+from exporter.kubesettings import ClusterConfig
 from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher
 from exporter.pod_cache import PodCache
@@ -32,6 +32,7 @@ from exporter.pods import pod_view
 from exporter.reconciler import PassReport, Reconciler
 from exporter.resources import AllocatableResources, MemoryBlock, PodResources
 from exporter.sysfs import read_cpu_numa_map
+from exporter.writepool import WritePool
 from tests.controlplane.cluster import ControlPlane
 from tests.exporter import scenarios as s
 from tests.exporter.fake_podresources import FakePodResources
@@ -549,13 +550,15 @@ def test_a_refused_patch_backs_off_per_pod(
     assert annotations_of(h.api, h.namespace, "cpu-only") == {}
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 def test_a_failing_api_server_gets_no_more_patches_this_pass(
-    harness: Harness, control_plane: ControlPlane, sysfs_root: Path
+    harness: Harness, control_plane: ControlPlane, sysfs_root: Path, workers: int
 ) -> None:
     # The API server answers, but every patch fails with a 5xx (here: a webhook it cannot
     # call; an overloaded server's 429 is the same class). After one pod's retries the
-    # pass stops writing: the rest would cost (pods x retries x backoff), past the
-    # liveness bound, against a server that is already struggling.
+    # writes still queued are dropped: the rest would cost (pods x retries x backoff)
+    # against a server that is already struggling. Those in flight at once (one per
+    # worker) end with their own retries.
     h = harness
     for template in (s.CPU_ONLY, s.GPU_AND_CPU, s.SHARED_POOL):
         create_pod(h.api, h.namespace, template.name, node=h.node)
@@ -598,6 +601,7 @@ def test_a_failing_api_server_gets_no_more_patches_this_pass(
         health=h.health,
         clock=time.monotonic,
         wall_clock=time.time,
+        writes=WritePool(workers),
     )
 
     def webhook_active() -> bool:
@@ -614,7 +618,11 @@ def test_a_failing_api_server_gets_no_more_patches_this_pass(
         result = reconciler.run_once()
     finally:
         admission.delete_validating_webhook_configuration(webhook.metadata.name)
-    assert (result.patches, result.api_ok, len(delays)) == ({"failed": 1}, True, 3)
+    assert (result.patches, result.api_ok, len(delays)) == (
+        {"failed": workers},
+        True,
+        3 * workers,
+    )
     assert annotations_of(h.api, h.namespace, "cpu-only") == {}
 
 

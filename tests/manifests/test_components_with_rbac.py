@@ -23,7 +23,7 @@ from kubernetes import client
 
 from exporter.annotations import OBSERVED_PLACEMENT, PREDICTED_PLACEMENT
 from exporter.kubeclient import KubeClient
-from exporter.kubeconfig import ClusterConfig
+from exporter.kubesettings import ClusterConfig
 from fakenrt.controller.registration import remove_nodes
 from tests.controlplane.cluster import ControlPlane
 
