@@ -349,8 +349,7 @@ def test_run_logs_an_endless_exec_plugin_once_and_retries_without_growing(
 ) -> None:
     """The plugin that printed 3 GB grew the daemon to MemoryError (3.8 GB, a traceback
     per retry): now each run is cut at 1 MiB, the daemon logs one line for the outage
-    (per list/watch loop),
-    serves on and runs the plugin again later, and stays small."""
+    (per list/watch loop), serves on and runs the plugin again later, and stays small."""
     runs = tmp_path / "runs"
     plugin = tmp_path / "plugin.py"
     plugin.write_text(
