@@ -2,8 +2,8 @@
 process) against a real-kubelet worker's podresources socket, its machine's sysfs files
 and the Kind API server (the ResourceSlices the fake DRA plugin published, the pods the
 scenario ran). What it observed - each DRA pod's devices per NUMA zone in its observed
-placement, the pods its metric names misaligned - is compared by the oracle with the
-kubelet's own listing (tests/realnode/oracle_run.py)."""
+placement, the pods its metric names misaligned and its DRAMisaligned Events - is
+compared by the oracle with the kubelet's own listing (tests/realnode/oracle_run.py)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ class ExporterView:
     misaligned: frozenset[str]
     #: ``numa_exporter_dra_devices`` by rule
     rules: Mapping[str, int]
+    #: pod key -> how many DRAMisaligned Events the exporter recorded about it
+    events: Mapping[str, int]
 
 
 def _misaligned(exporter: Exporter) -> frozenset[str]:
@@ -91,10 +93,21 @@ def observe(real: RealKubeletNode, namespace: str) -> ExporterView:
         fieldSelector=f"spec.nodeName={real.node}",
     )
     placements: dict[str, dict[int, dict[str, int]]] = {}
+    #: the scenario's pods (earlier scenarios' pods of the same names had other uids)
+    uids = {pod["metadata"]["name"]: pod["metadata"]["uid"] for pod in pods}
     for pod in pods:
         value = (pod["metadata"].get("annotations") or {}).get(OBSERVED_PLACEMENT)
         if value is not None:
             key = f"{namespace}/{pod['metadata']['name']}"
             placements[key] = {z.numa_id: dict(z.amounts) for z in parse_placement(value)}
+    items, _ = kube.list_all(path("api", "v1", "namespaces", namespace, "events"))
+    events: dict[str, int] = {}
+    for event in items:
+        involved = event.get("involvedObject") or {}
+        if event.get("reason") == "DRAMisaligned" and uids.get(
+            involved.get("name")
+        ) == involved.get("uid"):
+            key = f"{namespace}/{involved['name']}"
+            events[key] = events.get(key, 0) + 1
     kube.close()
-    return ExporterView(placements, misaligned, rules)
+    return ExporterView(placements, misaligned, rules, events)

@@ -143,6 +143,11 @@ def _check_exporter(
         observed = {numa: amounts for numa, amounts in observed.items() if amounts}
         if observed != zones:
             differences.append(f"{scenario}: {pod}: exporter zones {observed}, kubelet {zones}")
+    if view.events != dict.fromkeys(misaligned, 1):
+        differences.append(
+            f"{scenario}: exporter's DRAMisaligned events {view.events}, kubelet runs "
+            f"{sorted(misaligned)} misaligned (one event each)"
+        )
     if view.misaligned != frozenset(misaligned):
         differences.append(
             f"{scenario}: exporter names misaligned {sorted(view.misaligned)}, "
