@@ -51,8 +51,9 @@ def run_command(
 ) -> None:
     """Run the exporter daemon for one node until SIGTERM."""
     logs.configure(log_level)
-    # a connection per write in flight, one for the list and reads (the watch has its own)
-    kube = _kube_client(kubeconfig, pool_size=write_concurrency + 1)
+    # a connection per write in flight, one for the lists and reads, one for the events
+    # and one for each watch (pods, ResourceSlices) while it streams
+    kube = _kube_client(kubeconfig, pool_size=write_concurrency + 4)
     # from before the first thread starts: every thread inherits SIGTERM and SIGINT
     # blocked, and the daemon waits for them in this one (daemon.run)
     with stopsignals.blocked():

@@ -25,6 +25,7 @@ COMMANDS = {
     "scheduler": "fakenrt.commands.scheduler:scheduler",
     "harness": "fakenrt.commands.harness:harness",
     "device-plugin": "fakenrt.commands.deviceplugin:device_plugin",
+    "dra-plugin": "fakenrt.commands.draplugin:dra_plugin",
     "realnode": "fakenrt.commands.realnode:realnode",
 }
 

@@ -269,12 +269,16 @@ def _serve(ctl: Controller, metrics_address: str) -> None:
 def run(kube: Any, **options: Any) -> None:
     from fakenrt.controller.registration import remove_nodes
     from fakenrt.controller.runner import Controller, RunOptions
+    from fakenrt.dra.slices import DeviceClassConflict, device_classes
     from fakenrt.profiles import ProfileError, load_profiles
 
     try:
         profiles = load_profiles(options["profile_path"])
+        device_classes(profiles)  # the drivers' classes must agree across nodes
     except ProfileError as exc:
         raise click.ClickException(str(exc)) from exc
+    except DeviceClassConflict as exc:
+        raise click.ClickException(f"{options['profile_path']}: {exc}") from exc
     try:
         settings = ControllerSettings(
             controller=options["controller_name"],

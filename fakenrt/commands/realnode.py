@@ -61,7 +61,8 @@ def realnode() -> None:
     required=True,
     type=Directory(),
     help="Output directory: one sub-directory per node, kind-cluster.yaml, "
-    "device-plugins.yaml (a node's directory is replaced).",
+    "device-plugins.yaml, dra-plugins.yaml for nodes with DRA drivers (a node's directory "
+    "is replaced).",
 )
 @click.option(
     "--cluster",

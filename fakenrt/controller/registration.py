@@ -147,7 +147,12 @@ def _register(
 
 def remove_nodes(kube: KubeClient, *, controller: str) -> list[str]:
     """Delete every node this controller owns, with its Lease, NRT and Numatopology (where
-    Volcano's CRD is installed). Returns the names."""
+    Volcano's CRD is installed), and the controller's ResourceSlices and DeviceClasses.
+    Returns the node names."""
+    from fakenrt.controller.draobjects import remove_dra
+
+    with contextlib.suppress(NotFound):  # resource.k8s.io/v1 not served: nothing to remove
+        remove_dra(kube, controller=controller)
     nodes, _ = kube.list_all(path("api", "v1", "nodes"), labelSelector=owner_selector(controller))
     removed: list[str] = []
     for node in nodes:

@@ -17,6 +17,7 @@ from exporter.validation import quoted
 from fakenrt.durations import DurationError, parse_duration
 from fakenrt.profiles.cputopology import shape_zone_cpus, split_cores, zones_topology
 from fakenrt.profiles.devices import DeviceSpec, assign_ids, parse_device_map
+from fakenrt.profiles.dra import DraSpec, build_dra, parse_dra_map
 from fakenrt.profiles.errors import ProfileError
 from fakenrt.profiles.fields import (
     FieldError,
@@ -71,7 +72,7 @@ DEFAULT_MAX_PODS = 110
 _TOP_KEYS = ("nodes",)
 _NODE_KEYS = (
     "name", "kubelet", "devices", "zones", "shape", "cpuTopology", "labels", "maxPods", "nrt",
-    "foreignRequests",
+    "foreignRequests", "dra",
 )  # fmt: skip
 _NRT_LAG_KEYS = ("delay", "jitter")
 _NRT_SWITCHES = {
@@ -96,7 +97,7 @@ _KUBELET_KEYS = (
     "reservedMemory",
 )
 _HUGEPAGES_KEY = "hugepages-<size>"
-_ZONE_KEYS = ("id", "cpus", "memory", "devices", "distances", "allocated", _HUGEPAGES_KEY)
+_ZONE_KEYS = ("id", "cpus", "memory", "devices", "dra", "distances", "allocated", _HUGEPAGES_KEY)
 _CPU_TOPOLOGY_KEYS = ("threadsPerCore", "numaNodesPerSocket", "coresPerUncoreCache")
 _SHAPE_KEYS = (
     "numaNodes",
@@ -108,6 +109,7 @@ _SHAPE_KEYS = (
     "devicesPerNumaNode",
     "distances",
     "coresPerUncoreCache",
+    "draDevicesPerNumaNode",
 )
 # Go's strconv.ParseBool and strconv.Atoi, which the kubelet uses for option values.
 _GO_TRUE = ("1", "t", "T", "TRUE", "true", "True")
@@ -185,6 +187,7 @@ class _RawZone:
     memory: int
     hugepages: Mapping[str, int] = dataclasses.field(default_factory=dict)
     devices: Sequence[DeviceSpec] = ()
+    dra: Sequence[DraSpec] = ()
     distances: tuple[int, ...] | None = None
     distances_field: str = ""
     allocated: Mapping[str, int] = dataclasses.field(default_factory=dict)
@@ -294,6 +297,14 @@ def _parse_node(raw: Mapping[str, object], name: str) -> NodeProfile:
         topology=topology,
     )
     switches = _parse_nrt_switches(raw.get("nrt", {}))
+    dra = build_dra(
+        raw.get("dra", {}),
+        [(z.id, z.dra) for z in zones],
+        node=name,
+        topology=topology,
+        zone_cpus={z.id: z.cpus for z in zones},
+        reserved_cpus=kubelet.reserved_cpus,
+    )
     profile = NodeProfile(
         name=name,
         kubelet=kubelet,
@@ -308,6 +319,7 @@ def _parse_node(raw: Mapping[str, object], name: str) -> NodeProfile:
         nrt_topology_policies=switches["nrt_topology_policies"],
         nrt_volcano=switches["nrt_volcano"],
         nrt_koordlet=switches["nrt_koordlet"],
+        dra=dra,
     )
     check_reserved_memory_totals(kubelet, node_reservation(profile))
     return profile
@@ -534,6 +546,7 @@ def _parse_zone(value: object, base: str) -> _RawZone:
         memory=quantity(data["memory"], child(base, "memory")),
         hugepages=_parse_hugepages({k: v for k, v in data.items() if _is_hugepages(k)}, base),
         devices=parse_device_map(data.get("devices", {}), child(base, "devices")),
+        dra=parse_dra_map(data.get("dra", {}), child(base, "dra")),
         distances=distances,
         distances_field=child(base, "distances"),
         allocated=allocated,
@@ -599,6 +612,11 @@ def _expand_shape(value: object) -> tuple[list[_RawZone], int, int]:
     devices = parse_device_map(
         data.get("devicesPerNumaNode", {}), child(base, "devicesPerNumaNode"), allow_ids=False
     )
+    dra = parse_dra_map(
+        data.get("draDevicesPerNumaNode", {}),
+        child(base, "draDevicesPerNumaNode"),
+        allow_list=False,
+    )
     rows: list[tuple[int, ...] | None] = [None] * numa_nodes
     if "distances" in data:
         matrix_field = child(base, "distances")
@@ -622,6 +640,7 @@ def _expand_shape(value: object) -> tuple[list[_RawZone], int, int]:
             memory=memory,
             hugepages=hugepages,
             devices=devices,
+            dra=dra,
             distances=rows[i],
             distances_field=child(child(base, "distances"), i),
         )
