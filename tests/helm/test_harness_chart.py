@@ -107,7 +107,9 @@ def test_one_exporter_per_node_of_the_profile(helm: Helm) -> None:
     assert pod["containers"][0]["env"][0] == {"name": "NODE_NAME", "value": "cpu-only"}
     assert [v["hostPath"]["path"] for v in pod["volumes"]] == [
         "/var/lib/fakenrt/ci/cpu-only",
+        "/var/lib/fakenrt/ci/cpu-only/sys/devices",
         "/var/lib/fakenrt/ci/cpu-only/sys/devices/system/node",
+        "/var/lib/fakenrt/ci/cpu-only/sys/bus/pci/devices",
     ]
     assert "--poll-interval=2" in pod["containers"][0]["args"]
     by_name = {(o["kind"], o["metadata"]["name"]): o for o in objects}
@@ -125,11 +127,23 @@ def test_one_exporter_per_node_of_the_profile(helm: Helm) -> None:
     assert "--period=2" in scheduler["args"]
     args = yaml.safe_load(by_name["ConfigMap", "fakenrt-scheduler"]["data"]["args.yaml"])
     assert args == {"reconstructAvailable": False, "scoringStrategy": "MostAllocated"}
-    policy = by_name["ValidatingAdmissionPolicy", "fakenrt-exporter-observed-annotations-only"]
-    assert (
-        '"system:serviceaccount:ci:fakenrt-exporter"'
-        in policy["spec"]["matchConditions"][0]["expression"]
-    )
+    for policy_name in (
+        "fakenrt-exporter-observed-annotations-only",
+        "fakenrt-exporter-dra-events-only",
+    ):
+        policy = by_name["ValidatingAdmissionPolicy", policy_name]
+        assert (
+            '"system:serviceaccount:ci:fakenrt-exporter"'
+            in policy["spec"]["matchConditions"][0]["expression"]
+        )
+
+
+def test_admission_policy_off_renders_neither_policy(helm: Helm) -> None:
+    kinds = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+    assert len([o for o in _render(helm) if o["kind"] in kinds]) == 4
+    assert [
+        o for o in _render(helm, **{"admissionPolicy.enabled": "false"}) if o["kind"] in kinds
+    ] == []
 
 
 def test_a_changed_profile_rolls_the_controller(helm: Helm, tmp_path: Path) -> None:
