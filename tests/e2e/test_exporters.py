@@ -40,6 +40,7 @@ SHAPES = {
     "exporter", [NUMA_EXPORTER, pytest.param(KAI_EXPORTER, marks=pytest.mark.build(KAI_BUILD))]
 )
 def test_either_exporter_observes_what_the_kubelet_allocated(
+    *,
     deploy: DeployFn,
     kube: KubeClient,
     namespace: str,
