@@ -178,6 +178,11 @@ class Adapter:
     controller_args: tuple[str, ...] = ()
     #: Whether it writes ``kai.scheduler/numa-placement-predicted`` on the pods it binds.
     predicts_placement: bool = False
+    #: Whether it allocates ResourceClaims (Dynamic Resource Allocation: structured
+    #: parameters, ``matchAttribute`` constraints) and reserves them for the pods it binds,
+    #: as kube-scheduler's DynamicResources plugin does. The DRA scenarios (i, j, k) run
+    #: only for such a scheduler; for the others they are not applicable.
+    allocates_claims: bool = False
     #: How it reports a pod it cannot place.
     unschedulable: Unschedulable = field(default_factory=Unschedulable)
     #: The properties the scenarios assert for it; the others are findings.
