@@ -18,10 +18,12 @@ import signal
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import yaml
 
@@ -168,6 +170,14 @@ class Deployment(Protocol):
         then exits."""
 
 
+@runtime_checkable
+class ExporterMetrics(Protocol):
+    """A deployment whose exporters' Prometheus endpoints the harness can read."""
+
+    def exporter_metrics(self) -> list[str]:
+        """The metrics text of every exporter that answers (docs/exporter.md)."""
+
+
 @dataclass
 class ProcessDeployment:
     """Every component as a local process, against one API server (admin kubeconfig)."""
@@ -185,6 +195,7 @@ class ProcessDeployment:
     _others: list[Process] = field(default_factory=list)
     _scheduler: SchedulerRun | None = None
     _controller_killed: bool = False
+    _metrics_ports: list[int] = field(default_factory=list)
 
     @property
     def run(self) -> SchedulerRun:
@@ -266,10 +277,12 @@ class ProcessDeployment:
         if self.topology.exporter == KAI_EXPORTER:
             binary = binaries(KAI_BUILD) / "numa-placement-exporter"
             return [str(binary), *where, "--poll-interval", "500ms"]
+        port = free_port()
+        self._metrics_ports.append(port)
         return [
             sys.executable, "-c", "from exporter.cli import main; main()", "run", *where,
             "--kubeconfig", str(self.kubeconfig),
-            "--metrics-bind-address", f"127.0.0.1:{free_port()}",
+            "--metrics-bind-address", f"127.0.0.1:{port}",
             "--poll-interval", "0.5",
             "--log-level", "warning",
         ]  # fmt: skip
@@ -354,6 +367,16 @@ class ProcessDeployment:
 
     def node_name(self, profile_name: str) -> str:
         return profile_name
+
+    def exporter_metrics(self) -> list[str]:
+        texts = []
+        for port in self._metrics_ports:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                    texts.append(r.read().decode())
+            except (OSError, urllib.error.URLError):  # not serving yet: asked again later
+                continue
+        return texts
 
     def allocations(self, listed: Iterable[Mapping[str, Any]]) -> Allocations:
         return recorded_allocations(listed)
