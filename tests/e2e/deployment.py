@@ -28,9 +28,10 @@ from typing import Any, Protocol, runtime_checkable
 import yaml
 
 from exporter.kubeclient import KubeClient, path
-from exporter.kubeerrors import Transient
+from exporter.kubeerrors import Conflict, Transient
 from fakenrt.controller.endpoints import socket_path, sysfs_root
 from fakenrt.controller.pods import RUN_DURATION_ANNOTATION
+from fakenrt.dra.slices import device_classes
 from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile, parse_profiles
 from schedulers.adapter import Adapter, node_label
@@ -235,6 +236,7 @@ class ProcessDeployment:
         # What the scheduler needs installed comes first: its CRDs may be those of objects
         # the controller publishes for it (Volcano's Numatopology).
         self.run.install()
+        install_device_classes(self.kube, self.profiles)
         profile_file = self.workdir / "profiles.yaml"
         profile_file.write_text(yaml.safe_dump({"nodes": [dict(n) for n in self.topology.nodes]}))
         self._controller = Process(
@@ -383,6 +385,21 @@ class ProcessDeployment:
 
     def workload(self, run_duration: str | None) -> Workload:
         return simulated_workload(run_duration)
+
+
+DEVICE_CLASSES = path("apis", "resource.k8s.io", "v1", "deviceclasses")
+
+
+def install_device_classes(kube: KubeClient, profiles: Iterable[NodeProfile]) -> None:
+    """The DeviceClasses of the profiles' DRA drivers, created once per cluster and left in
+    place, as a driver's installation does. A controller leaves a class it did not create
+    alone (docs/controller.md, "DRA nodes"); one that created it would delete it when it
+    stops - under the pods of deployments still running (the scorecard's cells at once)."""
+    for body in device_classes(profiles):
+        try:
+            kube.create(DEVICE_CLASSES, body, what="create DeviceClass")
+        except Conflict:  # there already: the cluster's, left as it is
+            continue
 
 
 #: When set, every deployment's component logs are kept under this directory.
