@@ -93,3 +93,10 @@ def test_the_dra_scenarios_are_not_applicable_to_a_scheduler_allocating_no_claim
     assert [c.id for c in cells if c.scheduler is kube and c.scenario.needs_claims] == [
         f"kube-scheduler/{s}/exporter-lag0" for s in ("i", "j", "k")
     ]
+
+
+def test_on_kind_the_dra_scenarios_are_left_out_and_a_dra_cell_is_refused() -> None:
+    kind = plan(_parser().parse_args(["--kind"]))
+    assert kind and not any(c.scenario.needs_claims for c in kind)
+    with pytest.raises(ValueError, match="local control plane only"):
+        plan(_parser().parse_args(["--kind", "--cell", "kube-scheduler/i/exporter-lag0"]))
