@@ -55,7 +55,8 @@ class Claim(enum.StrEnum):
     the others are recorded as findings (docs/schedulers/README.md)."""
 
     #: Without NRT lag, every pod it binds is admitted (no TopologyAffinityError) and
-    #: every pod some zone can hold runs where the scenario says (scenarios a, b, c, e).
+    #: every pod some zone can hold runs where the scenario says (scenarios a, b, c, e, g),
+    #: and with DRA devices on the NUMA nodes of its CPUs and memory (i, j, k).
     ALIGNED = "aligned"
     #: Under NRT lag (scenario d) it sends no pod the kubelet rejects, and every pod runs.
     LAG_SAFE = "lag-safe"
