@@ -33,4 +33,6 @@ def test_dra_scenario(
             "(docs/e2e.md, DRA scenarios)"
         )
     run: RunFn = request.getfixturevalue("run_scenario")
-    run(scenario)
+    outcome = run(scenario)  # the harness's invariants hold, the exporter's report included
+    # ... and that report was read: the exporters' metric and Events name the misaligned pods
+    assert outcome.misaligned_metric == outcome.misaligned_events == frozenset(outcome.misaligned)
