@@ -8,6 +8,8 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fakenrt.kubelet.allocation import (
     ClaimResource,
@@ -218,3 +220,20 @@ def test_the_harness_fails_when_the_exporter_misreports_a_pod() -> None:
     assert misalignment_reports(wrong) == [
         "near: aligned, named by the exporter's DRAMisaligned Events"
     ]
+
+
+@given(
+    cpus=st.frozensets(st.integers(0, 7)),
+    gpus=st.frozensets(st.sampled_from(["gpu-0", "gpu-1", "gpu-2", "gpu-3"]), min_size=1),
+)
+def test_a_pod_is_misaligned_exactly_when_a_gpu_is_off_its_cpus_zones(
+    cpus: frozenset[int], gpus: frozenset[str]
+) -> None:
+    """GPUS: gpu-0, gpu-1 and CPUs 0-3 on NUMA node 0; gpu-2, gpu-3 and CPUs 4-7 on 1."""
+    dynamic = (claimed(GPUS, *(("gpu.nvidia.com", g) for g in sorted(gpus))),)
+    cpu_zones = {c // 4 for c in cpus}
+    gpu_zones = {int(g[-1]) // 2 for g in gpus}
+    expected = bool(cpu_zones) and not gpu_zones <= cpu_zones
+    assert bool(misaligned(GPUS, allocation(cpus, dynamic))) == expected
+    per_zone, _ = zone_amounts(GPUS, allocation(cpus, dynamic))
+    assert sum(z.get("gpu.nvidia.com", 0) for z in per_zone.values()) == len(gpus)
