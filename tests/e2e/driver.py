@@ -17,7 +17,11 @@ waits, bounded, for the exporter's annotations (with the exporter) and every nod
 match what the kubelets hold, and records what did not.
 
 It polls the namespace's pods every :data:`POLL_S` (the timeline's resolution) and checks
-at every poll that no CPU or device is held by two pods. It asserts nothing about the
+at every poll that no CPU or device is held by two pods. A scenario whose pods use
+ResourceClaims gets each pod's claim created just before it, the claims listed at every
+poll (a Running pod holds its claims' devices: tests/e2e/dra.py), and - with the exporter
+- waits, bounded, until the exporters' metric and Events name exactly the pods that run
+misaligned. It asserts nothing about the
 scheduler: only a harness failure (a pre-bound pod that never runs) raises.
 """
 
