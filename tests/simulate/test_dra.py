@@ -155,8 +155,7 @@ def test_never_admissible_on_dra_nodes_is_about_devices_and_cpus() -> None:
     (five,) = found["t/five"].refusals
     assert (five.reason, five.message) == (
         "Unschedulable",
-        "cannot allocate all claims: 5 devices of DeviceClass gpu.nvidia.com asked, the node "
-        "has 4",
+        "cannot allocate all claims: 5 devices of DeviceClass gpu.nvidia.com asked, the node has 4",
     )
     assert found["t/wide"].refusals[0].reason == "TopologyAffinityError"
 
