@@ -56,6 +56,7 @@ from fakenrt.scheduler.plugin import NumaPlugin
 from fakenrt.scheduler.reconstruction import NodePod
 from fakenrt.scheduler.topology import NumaTopology
 from fakenrt.simulate.clock import ARRIVAL, CYCLE, EXPORT, SAMPLE, Clock, EventQueue
+from fakenrt.simulate.dra import DraGpus
 from fakenrt.simulate.limits import MAX_ATTEMPTS, LimitError
 from fakenrt.simulate.metrics import Recorder, StrategyResult, summarize
 from fakenrt.simulate.outcomes import (
@@ -196,6 +197,10 @@ class Simulation:
             n: {k: Decimal(v) for k, v in node_allocatable(p).items()}
             for n, p in self.profiles.items()
         }
+        #: The DRA mode (fakenrt/simulate/dra.py): DRA GPUs counted as the node's GPUs.
+        self.dra = DraGpus(self.profiles) if s.dra else None
+        if self.dra is not None:
+            self.dra.count_in(self.allocatable)
         self.total_gpus = sum(int(a.get(GPU, 0)) for a in self.allocatable.values())
         self.gpus_used: dict[str, int] = dict.fromkeys(self.names, 0)
         self.gpus_in_use = 0
@@ -286,6 +291,7 @@ class Simulation:
             reads_lagged_nrt=self.strategy.reads_lagged_nrt,
             predicts=self.strategy.predicts,
             outcomes=self._outcomes(),
+            dra=None if self.dra is None else self.dra.figures(),
         )
 
     def _outcomes(self) -> Outcomes:
@@ -472,6 +478,10 @@ class Simulation:
         self.bound[record.key] = record
         self._set_member(record)
         record.manifest = self._manifest(record, node)
+        if self.dra is not None:  # GPU claims, made before the pod reaches its kubelet
+            record.manifest, claims = self.dra.bind(record.manifest, node)
+            for kind, claim in claims:
+                self._apply(self.fleet.claim_event(kind, claim))
         self._apply(self.fleet.pod_event("ADDED", record.manifest))
 
     def _node_snapshots(self) -> tuple[NodeSnapshot, ...]:
@@ -575,6 +585,9 @@ class Simulation:
             self.gpus_in_use += record.gpus
             self.gpus_used[record.node] += record.gpus
             record.log.started = now
+            if self.dra is not None:
+                allocations = self.fleet.nodes[record.node].state.allocations()
+                self.dra.started(record.node, record.key, allocations.get(record.key))
             self._set_member(record)
             return False
         if phase not in ("Succeeded", "Failed"):
@@ -588,6 +601,8 @@ class Simulation:
             log.gpu_seconds += record.gpus * (now - started)
         record.phase = str(phase)
         del self.bound[record.key]
+        if self.dra is not None:
+            self.dra.released(record.node, record.key)
         self._drop_member(record)
         if phase == "Succeeded":
             self.rec.completed += 1
