@@ -19,7 +19,11 @@ from pathlib import Path
 from typing import NoReturn
 
 from exporter import __version__
-from exporter.podresources_client import DEFAULT_SOCKET, DEFAULT_TIMEOUT_S
+from exporter.podresources_settings import (
+    DEFAULT_SOCKET,
+    DEFAULT_TIMEOUT_S,
+    configure_grpc_core,
+)
 from exporter.writepool import DEFAULT_WRITE_CONCURRENCY, MAX_WRITE_CONCURRENCY
 
 PROG = "numa-exporter"
@@ -264,10 +268,12 @@ def cli(argv: Sequence[str] | None = None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:
-    """The console script: run the command line and exit with its status. No garbage
-    collection while the libraries import (what they create lives as long as the
-    process: ~8 % of the start's import CPU spent walking it); the daemon turns it on
-    once that heap is frozen (``exporter.daemon.freeze_startup_heap``), a one-shot
-    command ends first."""
+    """The console script: run the command line and exit with its status. Before any
+    library is imported: no garbage collection while they import (what they create lives
+    as long as the process: ~8 % of the start's import CPU spent walking it; the daemon
+    turns it on once that heap is frozen, ``exporter.daemon.freeze_startup_heap``, a
+    one-shot command ends first), and gRPC's core set up for one small call a second
+    (``exporter.podresources_settings``). This module does not import grpc."""
     gc.disable()
+    configure_grpc_core()
     sys.exit(cli(argv))
