@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from exporter import __version__
+from exporter import __version__, kubeparts
 from exporter.podresources_settings import (
     DEFAULT_SOCKET,
     DEFAULT_TIMEOUT_S,
@@ -272,8 +272,10 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     library is imported: no garbage collection while they import (what they create lives
     as long as the process: ~8 % of the start's import CPU spent walking it; the daemon
     turns it on once that heap is frozen, ``exporter.daemon.freeze_startup_heap``, a
-    one-shot command ends first), and gRPC's core set up for one small call a second
-    (``exporter.podresources_settings``). This module does not import grpc."""
+    one-shot command ends first), gRPC's core set up for one small call a second
+    (``exporter.podresources_settings``), and only the parts of the kubernetes library
+    that are used imported (``exporter.kubeparts``). This module imports neither."""
     gc.disable()
     configure_grpc_core()
+    kubeparts.import_parts_only()
     sys.exit(cli(argv))
