@@ -85,6 +85,7 @@ from exporter.resources import (
 )
 from exporter.sysfs import write_fixture
 from tests.controlplane.cluster import ControlPlane, binaries_dir
+from tests.controlplane.helpers import admin_client, ensure_namespace
 from tests.exporter.fake_podresources import FakePodResources
 from tests.exporter.kube_helpers import exporter_kube
 
@@ -398,11 +399,7 @@ class Bench:
     def __init__(self, cp: ControlPlane, work: Path, args: argparse.Namespace) -> None:
         self.args = args
         self.kube = exporter_kube(cp)
-        self.kube.create(path("api", "v1", "namespaces"), {"metadata": {"name": NAMESPACE}})
-        self.kube.create(  # no controller-manager creates it
-            path("api", "v1", "namespaces", NAMESPACE, "serviceaccounts"),
-            {"metadata": {"name": "default"}},
-        )
+        ensure_namespace(admin_client(cp), NAMESPACE)  # its ServiceAccount from the kcm
         self.node = Node()
         self.sysfs = work / "sys"
         write_fixture(

@@ -51,8 +51,9 @@ def run_command(
 ) -> None:
     """Run the exporter daemon for one node until SIGTERM."""
     logs.configure(log_level)
-    # a connection per write in flight, one for the list and reads (the watch has its own)
-    kube = _kube_client(kubeconfig, pool_size=write_concurrency + 1)
+    # a connection per write in flight, one for the lists and reads, one for the events
+    # and one for each watch (pods, ResourceSlices) while it streams
+    kube = _kube_client(kubeconfig, pool_size=write_concurrency + 4)
     # from before the first thread starts: every thread inherits SIGTERM and SIGINT
     # blocked, and the daemon waits for them in this one (daemon.run)
     with stopsignals.blocked():
@@ -73,9 +74,12 @@ def run_command(
         try:
             run(options, kube, first_pod_list=first_pod_list)
         except SysfsError as exc:
-            raise CommandError(str(exc)) from exc
+            raise CommandError(f"--sysfs-root (SYSFS_ROOT): {exc}") from exc
         except OSError as exc:
-            raise CommandError(f"cannot serve on {metrics_bind_address}: {exc}") from exc
+            raise CommandError(
+                f"--metrics-bind-address (METRICS_BIND_ADDRESS) {metrics_bind_address}: "
+                f"cannot listen: {exc.strerror or exc}"
+            ) from exc
 
 
 def observe_command(
@@ -103,7 +107,9 @@ def observe_command(
             pod=pod,
             timeout_s=rpc_timeout,
         )
-    except (SysfsError, PodResourcesError, ApiError) as exc:
+    except SysfsError as exc:
+        raise CommandError(f"--sysfs-root: {exc}") from exc
+    except (PodResourcesError, ApiError) as exc:
         raise CommandError(str(exc)) from exc
     json.dump(result, sys.stdout, sort_keys=True)
     sys.stdout.write("\n")

@@ -1,8 +1,9 @@
 """``numa-exporter run``: wires the edges together and runs until SIGTERM/SIGINT.
 
-Threads: the pod cache's list/watch loop, the HTTP server (metrics and probes) and the
-reconcile loop in the calling thread. Every dependency is built here from the options,
-or passed in by tests (clock, registry, API client).
+Threads: the pod cache's list/watch loop, the node's ResourceSlice list/watch loop (DRA
+devices' NUMA nodes), the HTTP server (metrics and probes), the reconcile loop and the
+write pools' workers (patches, DRAMisaligned events). Every dependency is built here
+from the options, or passed in by tests (clock, registry, API client).
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from exporter import __version__, stopsignals
+from exporter.dra_observer import DraObserver
 from exporter.endpoints import HttpServer
 from exporter.health import Health
+from exporter.kube_events import MisalignedEvents
 from exporter.kube_pods import PodApi
+from exporter.kube_slices import SliceApi
 from exporter.kubeclient import KubeClient
 from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher
@@ -30,7 +34,8 @@ from exporter.pod_cache import PodCache
 from exporter.podresources_client import PodResourcesClient
 from exporter.podresources_settings import DEFAULT_TIMEOUT_S
 from exporter.reconciler import Reconciler
-from exporter.sysfs import read_cpu_numa_map
+from exporter.slice_cache import SliceCache
+from exporter.sysfs import read_cpu_numa_map, read_pci_numa_node
 from exporter.writepool import DEFAULT_WRITE_CONCURRENCY, WritePool
 
 log = logging.getLogger(__name__)
@@ -105,6 +110,25 @@ class Exporter:
             rng=rng,
             first_list=first_pod_list,
         )
+        self.slices = SliceCache(
+            SliceApi(kube), options.node_name, on_change=self.wake.set, rng=rng
+        )
+        #: the DRAMisaligned events, one at a time, off the reconcile loop
+        self.event_writes = WritePool(1, name="event")
+        events = MisalignedEvents(
+            kube,
+            node=options.node_name,
+            submit=self.event_writes.submit,
+            wall_clock=wall_clock,
+        )
+        self.dra = DraObserver(
+            locate=lambda device: self.slices.locate(
+                device, lambda address: read_pci_numa_node(options.sysfs_root, address)
+            ),
+            generation=lambda: self.slices.generation,
+            metrics=self.metrics,
+            record_event=events.record,
+        )
         self.reconciler = Reconciler(
             podresources=self.podresources,
             cache=self.cache,
@@ -116,6 +140,7 @@ class Exporter:
             clock=clock,
             wall_clock=wall_clock,
             rng=rng,
+            dra=self.dra,
         )
         self.http = HttpServer(options.metrics_bind_address, self.registry, self.health)
         self._threads: list[threading.Thread] = []
@@ -145,6 +170,7 @@ class Exporter:
         )
         for name, target in (
             ("pod-cache", lambda: self.cache.run(self.stop_event)),
+            ("slice-cache", lambda: self.slices.run(self.stop_event)),
             (
                 "reconcile",
                 lambda: self.reconciler.run(
@@ -161,8 +187,10 @@ class Exporter:
         self.stop_event.set()
         self.wake.set()
         self.cache.interrupt()
+        self.slices.interrupt()
         for thread in self._threads:
             thread.join(timeout_s)
+        self.event_writes.stop(timeout_s)
         self.http.stop()
         self.podresources.close()
 

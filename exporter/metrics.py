@@ -76,6 +76,27 @@ class ExporterMetrics:
             "(left out of every placement).",
             registry=registry,
         )
+        self.dra_pod_misaligned = Gauge(
+            f"{PREFIX}_dra_pod_misaligned",
+            "1 for each pod of the node running misaligned: a container's DRA devices on a "
+            "NUMA node other than its exclusive CPUs and memory (the kubelet aligns DRA "
+            "devices with nothing); the series goes with the pod.",
+            ["namespace", "pod"],
+            registry=registry,
+        )
+        self.dra_misaligned_pods = Gauge(
+            f"{PREFIX}_dra_misaligned_pods",
+            "Pods of the node running misaligned (see numa_exporter_dra_pod_misaligned).",
+            registry=registry,
+        )
+        self.dra_devices = Gauge(
+            f"{PREFIX}_dra_devices",
+            "DRA devices of the node's pods in the last pass, by the rule that gave their "
+            "NUMA node: numaNode (the standard attribute), driverAttribute (a known "
+            "driver's own), pciBusID (sysfs), none (no NUMA node: in no zone).",
+            ["rule"],
+            registry=registry,
+        )
         self.last_success = Gauge(
             f"{PREFIX}_last_successful_reconcile_timestamp_seconds",
             "Unix time of the last reconcile pass that read podresources and the pod cache.",

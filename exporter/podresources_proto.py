@@ -22,6 +22,8 @@ from google.protobuf.message import DecodeError
 
 from exporter.resources import (
     AllocatableResources,
+    ClaimDevice,
+    ClaimResources,
     ContainerResources,
     DeviceAssignment,
     MemoryBlock,
@@ -56,13 +58,38 @@ def _memories(messages: Iterable[api_pb2.ContainerMemory]) -> tuple[MemoryBlock,
     return tuple(_memory(m) for m in messages)
 
 
+def _claim_device(message: api_pb2.ClaimResource) -> ClaimDevice:
+    return ClaimDevice(
+        message.driver_name,
+        message.pool_name,
+        message.device_name,
+        tuple(c.name for c in message.cdi_devices),
+        message.share_id if message.HasField("share_id") else None,
+    )
+
+
+def _dynamic(messages: Iterable[api_pb2.DynamicResource]) -> tuple[ClaimResources, ...]:
+    return tuple(
+        ClaimResources(
+            m.claim_name, m.claim_namespace, tuple(_claim_device(r) for r in m.claim_resources)
+        )
+        for m in messages
+    )
+
+
 def pod_resources(message: api_pb2.PodResources) -> PodResources:
-    """One ``PodResources`` message as a value (DRA ``dynamic_resources`` are not read)."""
+    """One ``PodResources`` message as a value."""
     return PodResources(
         namespace=message.namespace,
         name=message.name,
         containers=tuple(
-            ContainerResources(c.name, tuple(c.cpu_ids), _devices(c.devices), _memories(c.memory))
+            ContainerResources(
+                c.name,
+                tuple(c.cpu_ids),
+                _devices(c.devices),
+                _memories(c.memory),
+                _dynamic(c.dynamic_resources),
+            )
             for c in message.containers
         ),
     )

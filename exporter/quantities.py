@@ -30,6 +30,8 @@ import re
 from functools import cache
 from typing import TYPE_CHECKING
 
+from exporter.validation import quoted
+
 if TYPE_CHECKING:  # imported on the first parse: the exporter's daemon only formats
     from decimal import Context, Decimal
 
@@ -62,11 +64,11 @@ def parse_decimal(value: str | int | float) -> Decimal:
     from decimal import Decimal, localcontext
 
     if isinstance(value, bool):
-        raise QuantityError(f"{value!r} is not a Kubernetes quantity")
+        raise QuantityError(f"{quoted(value)} is not a Kubernetes quantity")
     if isinstance(value, int | float):
         amount = Decimal(value)
         if not amount.is_finite():
-            raise QuantityError(f"{value!r} is not a Kubernetes quantity")
+            raise QuantityError(f"{quoted(value)} is not a Kubernetes quantity")
         return amount
     text = str(value)
     match = _QUANTITY.fullmatch(text) if len(text) <= MAX_LENGTH else None
@@ -91,7 +93,7 @@ def parse_integer(value: str | int | float) -> int:
     """Parse a quantity that must be a whole number (``"8"``, ``"16Gi"``, ``"2k"``)."""
     amount = parse_decimal(value)
     if amount != amount.to_integral_value():
-        raise QuantityError(f"{value!r} is not a whole number")
+        raise QuantityError(f"{quoted(value)} is not a whole number")
     return int(amount)
 
 

@@ -20,6 +20,10 @@ write ends). A write that starts after the pod changed in the cache is decided a
 the cached pod first. After a patch fails its retries the writes still queued are
 dropped and the pass that learns of it starts none: the rest wait for the next pass; a
 refused patch is not sent again to that pod before a backoff.
+
+DRA devices are placed by the node's ResourceSlices (``exporter.dra_observer``): a change
+of the slices re-derives every pod, and each full pass hands its pods to the observer
+(the misaligned pods' metrics, log line and Event).
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from exporter.dra_alignment import Misalignment
+from exporter.dra_observer import DraObserver, PodObservation
 from exporter.health import Health
 from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher, PatchOutcome, PatchResult, changes_for
@@ -108,6 +114,7 @@ class _Memo:
     expected: frozenset[str]
     placement: PodPlacement
     desired: Mapping[str, str | None]
+    misaligned: tuple[Misalignment, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -149,6 +156,7 @@ class Reconciler:
         wall_clock: Callable[[], float],
         rng: random.Random | None = None,
         writes: WritePool | None = None,
+        dra: DraObserver | None = None,
     ) -> None:
         self._podresources = podresources
         #: where patches run (default: one worker, one write at a time)
@@ -157,6 +165,9 @@ class Reconciler:
         self._done: list[_Written] = []
         #: set by a write that failed its retries; cleared by the next pass's start
         self._write_failed = threading.Event()
+        #: places DRA devices and reports misaligned pods (None: DRA devices ignored)
+        self._dra = dra
+        self._dra_generation = dra.generation if dra is not None else 0
         self._cache = cache
         self._patcher = patcher
         self._load_cpu_map = load_cpu_map
@@ -198,6 +209,16 @@ class Reconciler:
             self._allocatable_at = now
             self._allocatable_generation = self._podresources.generation
 
+    def _refresh_dra(self) -> None:
+        """New ResourceSlices on the node can move a DRA device: derive every pod again."""
+        if self._dra is None:
+            return
+        generation = self._dra.generation
+        if generation != self._dra_generation:
+            self._dra_generation = generation
+            self._memo.clear()
+            self._epoch += 1
+
     def _maybe_reload_cpu_map(self, unknown: frozenset[int]) -> None:
         if not unknown or self._clock() - self._cpu_map_loaded_at < SYSFS_REFRESH_S:
             return
@@ -218,8 +239,15 @@ class Reconciler:
         memo = self._memo.get(report.key)
         if memo is not None and memo.report == report and memo.expected == expected:
             return memo
-        placement = derive_placement(report, self._cpu_map, expected_memory_containers=expected)
-        memo = _Memo(report, expected, placement, annotation_values(placement))
+        dra = self._dra
+        placement = derive_placement(
+            report,
+            self._cpu_map,
+            expected_memory_containers=expected,
+            dra_numa=dra.numa if dra is not None else None,
+        )
+        misaligned = dra.misalignments(report, self._cpu_map) if dra is not None else ()
+        memo = _Memo(report, expected, placement, annotation_values(placement), misaligned)
         self._memo[report.key] = memo
         return memo
 
@@ -249,6 +277,7 @@ class Reconciler:
             raw = self._podresources.list_raw()
             self._health.beat()
             self._refresh_allocatable()
+            self._refresh_dra()
             self._health.beat()
         except PodResourcesError as exc:
             # once per outage, not once per pass (the metrics count every failed call)
@@ -311,6 +340,7 @@ class Reconciler:
         # retries) requests from it
         writing = PatchResult.FAILED not in report.patches
         pending = False
+        observed: list[PodObservation] = []
         for pod_report in reports:
             key = pod_report.key
             seen.add(key)
@@ -318,6 +348,7 @@ class Reconciler:
             if key in duplicates or pod is None or not pod.writable:
                 continue
             memo = self._desired(pod_report, pod)
+            observed.append(PodObservation(pod, pod_report, memo.misaligned))
             unknown |= memo.placement.unknown_cpus
             aligned += memo.placement.holds_aligned_resources
             if self._writes.pending(key):
@@ -333,6 +364,8 @@ class Reconciler:
         for key in [k for k in self._refused if k not in seen]:
             del self._refused[key]
 
+        if self._dra is not None:
+            self._dra.observe_pass(observed)
         frozen_unknown = frozenset(unknown)
         report.unknown_cpus = frozen_unknown
         self._metrics.unknown_cpus.set(len(frozen_unknown))

@@ -5,6 +5,7 @@ See docs/simulate.md."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from dataclasses import replace
@@ -13,7 +14,8 @@ from typing import Any
 
 import click
 
-from fakenrt.commands.controller import DURATION
+from exporter.validation import one_line
+from fakenrt.commands.params import DaskAddress, Duration, Number, OutputFile
 from fakenrt.profiles import ProfileError
 from fakenrt.scheduler.args import ArgsError, parse_args
 from fakenrt.scheduler.scoring import STRATEGIES as SCORES
@@ -31,18 +33,12 @@ from fakenrt.simulate.strategies import NAMES
 from fakenrt.simulate.sweep import Sweep, collect, parse_sweep, plan, seed_values
 from fakenrt.simulate.workload import WorkloadError
 
+#: The options' syntax and finiteness here; their ranges are the scenario's
+#: (fakenrt.simulate.scenario.check_setting), with the same messages as in a scenario file.
+SECONDS = Duration(maximum=math.inf)
+FINITE = Number(minimum=-math.inf, maximum=math.inf)
+
 INPUT_ERRORS = (ScenarioError, WorkloadError, LimitError, ProfileError, ArgsError)
-#: An error message is one line of at most this many characters (a hostile input can put
-#: megabytes into the value an error quotes).
-MAX_MESSAGE = 400
-
-
-def one_line(message: str) -> str:
-    """``message`` on one line, cut to :data:`MAX_MESSAGE` characters."""
-    flat = " ".join(message.split())
-    if len(flat) <= MAX_MESSAGE:
-        return flat
-    return f"{flat[: MAX_MESSAGE - 40]}... ({len(flat) - MAX_MESSAGE + 40} more characters)"
 
 
 class _Bar:
@@ -95,18 +91,28 @@ EPILOG = "\b\n" + "\n".join(glossary_lines())
     type=click.Choice(tuple(MIXES)),
     help="Generate the workload with this named mix instead.",
 )
-@click.option("--arrivals-per-hour", type=float, help="Arrival rate of the generated workload.")
+@click.option("--arrivals-per-hour", type=FINITE, help="Arrival rate of the generated workload.")
 @click.option(
     "--duration",
-    type=DURATION,
+    type=SECONDS,
     help="Simulated time (30s, 2h, ...); also the generated workload's span.",
 )
-@click.option("--nrt-delay", type=DURATION, help="NRT publication delay after a change.")
-@click.option("--nrt-jitter", type=DURATION, help="Extra NRT delay, uniform in [0, jitter].")
 @click.option(
-    "--exporter-delay", type=DURATION, help="Delay from a change to the observed annotations."
+    "--nrt-delay",
+    type=SECONDS,
+    help="NRT publication delay after a change.",
 )
-@click.option("--period", type=DURATION, help="Scheduling period.")
+@click.option(
+    "--nrt-jitter",
+    type=SECONDS,
+    help="Extra NRT delay, uniform in [0, jitter].",
+)
+@click.option(
+    "--exporter-delay",
+    type=SECONDS,
+    help="Delay from a change to the observed annotations.",
+)
+@click.option("--period", type=SECONDS, help="Scheduling period.")
 @click.option(
     "--requeue/--no-requeue",
     default=None,
@@ -145,14 +151,14 @@ EPILOG = "\b\n" + "\n".join(glossary_lines())
 @click.option(
     "--rejections",
     "rejections_path",
-    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    type=OutputFile(),
     help="Write every kubelet rejection of the main runs as JSONL: strategy, time, pod, "
     "workload pod, class, node, node shape, reason and the kubelet's message.",
 )
 @click.option(
     "--report",
     "report_path",
-    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    type=OutputFile(),
     help="Write a self-contained HTML report (charts inline; opens offline).",
 )
 @click.option(
@@ -172,6 +178,7 @@ EPILOG = "\b\n" + "\n".join(glossary_lines())
 )
 @click.option(
     "--address",
+    type=DaskAddress(),
     help="The Dask scheduler of --executor dask (tcp://HOST:8786).",
 )
 @click.option(

@@ -74,6 +74,16 @@ class PublishNrt:
 
 
 @dataclass(frozen=True)
+class PublishNumatopology:
+    """Create or update the node's Volcano ``Numatopology`` object with ``body``
+    (``nrt.volcano``)."""
+
+    node: str
+    body: Mapping[str, Any]
+    refresh: bool = False
+
+
+@dataclass(frozen=True)
 class ServePodResources:
     """The node's podresources socket must now report exactly ``allocations``."""
 
@@ -130,6 +140,7 @@ Effect = (
     | DeletePod
     | CreatePod
     | PublishNrt
+    | PublishNumatopology
     | ServePodResources
     | WithdrawPodResources
     | RecordNodeEvent

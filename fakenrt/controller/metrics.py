@@ -29,7 +29,7 @@ class Snapshot:
     nodes: int = 0
     admitted: int = 0
     rejected: int = 0
-    #: stage (starting, running, rejected, succeeded) -> pods tracked.
+    #: stage (preparing, starting, running, rejected, succeeded) -> pods tracked.
     pods: Mapping[str, int] = field(default_factory=dict)
     pending_nrt_changes: int = 0
     #: executor counters: "<Effect>" (ok), "<Effect>:retry", "<Effect>:error", "...:gone".

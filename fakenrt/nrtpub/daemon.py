@@ -37,6 +37,7 @@ from exporter.kubeclient import KubeClient
 from exporter.kubeerrors import ApiError
 from exporter.podresources_client import PodResourcesClient
 from exporter.podresources_settings import DEFAULT_TIMEOUT_S
+from exporter.validation import one_line
 from fakenrt.controller.effects import PublishNrt
 from fakenrt.controller.lag import LagPipeline
 from fakenrt.controller.writers import NrtWriter
@@ -147,7 +148,7 @@ class Publisher:
                 topology_policies=self.options.topology_policies,
             )
         except (InputError, ValueError) as exc:
-            problem = str(exc)
+            problem = one_line(str(exc))
             if problem != self._input_problem:
                 log.error("node %s: cannot read the node: %s", self.options.node, problem)
             self._input_problem = self.health.problem = problem

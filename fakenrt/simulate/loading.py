@@ -26,7 +26,6 @@ from fakenrt.simulate.workload import (
     WorkloadError,
     parse_jsonl,
     parse_trace_data,
-    value_problem,
 )
 
 BUNDLED = "default.yaml"
@@ -58,14 +57,10 @@ def read_bounded(path: Path, *, what: str) -> str:
 
 
 def _yaml(text: str, *, source: str) -> object:
-    """One YAML document; besides syntax errors (ProfileError), a value the constructor
-    cannot build (an integer of more than 4,300 digits) is one line naming the file."""
-    try:
-        return load_yaml(text, source=source)
-    except ProfileError:
-        raise
-    except ValueError as exc:
-        raise ScenarioError(f"{source}: not valid YAML: {value_problem(exc)}") from None
+    """One YAML document; syntax errors, hostile sizes and values the constructor cannot
+    build (an integer of more than 4,300 digits) are a ProfileError naming the file
+    (:mod:`fakenrt.yamltext`)."""
+    return load_yaml(text, source=source)
 
 
 def load_trace(path: Path) -> tuple[WorkItem, ...]:
@@ -120,12 +115,7 @@ def load_scenario(path: Path, overrides: Overrides) -> Scenario:
             raise ScenarioError(f"{source}: profiles (a file name) is required")
         profiles_path = base / data["profiles"]
     read_bounded(profiles_path, what="profiles")  # size check before the YAML parser
-    try:
-        profiles = load_profiles(profiles_path)
-    except ProfileError:
-        raise
-    except ValueError as exc:  # as _yaml: a value the YAML constructor cannot build
-        raise ScenarioError(f"{profiles_path}: not valid YAML: {value_problem(exc)}") from None
+    profiles = load_profiles(profiles_path)
     if overrides.profiles is not None:  # one node per profile of the user's file
         nodes, node_profiles = expand_nodes(profiles, None, source=str(profiles_path))
     else:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from exporter.validation import quoted
 from fakenrt.simulate.generator import generate
 from fakenrt.simulate.limits import (
     MAX_RUNS,
@@ -67,11 +68,12 @@ def parse_sweep(text: str) -> Sweep:
     name = name.strip()
     if not sep or name not in SWEEPABLE:
         raise ScenarioError(
-            f"--sweep {text!r}: expected NAME=V1,V2,... with NAME one of {', '.join(SWEEPABLE)}"
+            f"--sweep {quoted(text)}: expected NAME=V1,V2,... with NAME one of "
+            f"{', '.join(SWEEPABLE)}"
         )
     parts = [p.strip() for p in raw.split(",") if p.strip()]
     if not parts:
-        raise ScenarioError(f"--sweep {text!r}: no values")
+        raise ScenarioError(f"--sweep {quoted(text)}: no values")
     if len(parts) > MAX_SWEEP_VALUES:
         raise LimitError(f"--sweep: at most {MAX_SWEEP_VALUES} values (got {len(parts)})")
     try:

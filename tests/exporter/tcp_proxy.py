@@ -20,6 +20,10 @@ class TcpProxy:
         self._lock = threading.Lock()
         #: delay of every client -> server chunk (read at each chunk: settable any time)
         self.latency_s = 0.0
+        #: client -> server chunks being delayed right now, and the most there ever were at
+        #: once (how many requests a client had in flight together)
+        self.delayed = 0
+        self.most_delayed = 0
 
     def start(self) -> TcpProxy:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -51,7 +55,14 @@ class TcpProxy:
         try:
             while data := src.recv(65536):
                 if slow and self.latency_s:
-                    time.sleep(self.latency_s)
+                    with self._lock:
+                        self.delayed += 1
+                        self.most_delayed = max(self.most_delayed, self.delayed)
+                    try:
+                        time.sleep(self.latency_s)
+                    finally:
+                        with self._lock:
+                            self.delayed -= 1
                 dst.sendall(data)
         except OSError:
             pass

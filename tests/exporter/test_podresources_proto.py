@@ -18,6 +18,8 @@ from exporter.podresources_proto import (
 )
 from exporter.resources import (
     AllocatableResources,
+    ClaimDevice,
+    ClaimResources,
     ContainerResources,
     DeviceAssignment,
     MemoryBlock,
@@ -31,12 +33,22 @@ TEXT = st.text(max_size=8)
 NUMA = st.lists(st.integers(0, 2**40), max_size=3, unique=True).map(lambda ids: tuple(sorted(ids)))
 DEVICES = st.builds(DeviceAssignment, TEXT, st.lists(TEXT, max_size=3).map(tuple), NUMA)
 MEMORY = st.builds(MemoryBlock, TEXT, st.integers(0, 2**64 - 1), NUMA)
+CLAIM_DEVICES = st.builds(
+    ClaimDevice,
+    TEXT,
+    TEXT,
+    TEXT,
+    st.lists(TEXT, max_size=2).map(tuple),
+    st.none() | TEXT,  # an empty share id is set all the same (optional field)
+)
+CLAIMS = st.builds(ClaimResources, TEXT, TEXT, st.lists(CLAIM_DEVICES, max_size=3).map(tuple))
 CONTAINERS = st.builds(
     ContainerResources,
     TEXT,
     st.lists(st.integers(-(2**63), 2**63 - 1), max_size=6).map(tuple),
     st.lists(DEVICES, max_size=3).map(tuple),
     st.lists(MEMORY, max_size=3).map(tuple),
+    st.lists(CLAIMS, max_size=2).map(tuple),
 )
 PODS = st.builds(PodResources, TEXT, TEXT, st.lists(CONTAINERS, max_size=3).map(tuple))
 

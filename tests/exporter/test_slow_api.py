@@ -1,15 +1,15 @@
 """A slow API server costs latency, not minutes of silence (issue 21, item 5): the
 exporter starting on a node with 100 existing pods, every byte it sends to the real API
 server delayed 2 s by a proxy. Its writes go out a few at a time (``--write-concurrency``,
-default 4), one per pod, so the 100 pods are annotated in far less than the 100 x 2 s
-one write after another took; the reconcile loop goes on passing meanwhile, and
-``/healthz`` (the loop is alive: it made progress within the liveness window, here 5 s)
-answers 200 throughout. No storm: each pod is written exactly once."""
+default 4), one per pod: the proxy sees several of them in flight at once, never more
+than the pool allows, instead of one write after another (100 x 2 s). The reconcile
+loop goes on passing meanwhile, and ``/healthz`` (the loop is alive: it made progress
+within the liveness window, here 5 s) answers 200 throughout.
+No storm: each pod is written exactly once."""
 
 from __future__ import annotations
 
 import threading
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -100,7 +100,6 @@ def test_a_slow_api_server_costs_latency_not_minutes(
                 if probes:  # before the server first answered: it starts with the first pass
                     probes.append(0)
 
-    started = time.monotonic()
     exporter.start()
     prober = threading.Thread(target=probe_healthz, daemon=True)
     prober.start()
@@ -110,7 +109,6 @@ def test_a_slow_api_server_costs_latency_not_minutes(
             timeout_s=PODS * DELAY_S,
             what=f"{PODS} pods annotated through a {DELAY_S:g} s API server",
         )
-        elapsed = time.monotonic() - started
         passes = exporter.registry.get_sample_value(
             "numa_exporter_reconcile_duration_seconds_count"
         )
@@ -119,14 +117,14 @@ def test_a_slow_api_server_costs_latency_not_minutes(
         prober.join(10)
         exporter.stop()
         proxy.stop()
-    # one write after another took PODS x DELAY_S (~205 s in the issue's trial); a few at
-    # once take about 1/DEFAULT_WRITE_CONCURRENCY of it, plus the connections' handshakes
+    # the writes overlapped (one after another took PODS x DELAY_S, ~205 s in the issue's
+    # trial), a few at a time: never more than the pool's workers plus the loop's own read
     assert DEFAULT_WRITE_CONCURRENCY >= 4
-    assert elapsed < PODS * DELAY_S / 2, elapsed
-    # the loop went on passing while the writes were slow, and liveness never failed
-    assert elapsed > 2 * LIVENESS_WINDOW_S  # else 200 throughout would prove nothing
-    assert passes is not None and passes >= elapsed / 2, (passes, elapsed)
-    assert len(probes) > elapsed, probes
+    assert 2 <= proxy.most_delayed <= options.write_concurrency + 1, proxy.most_delayed
+    # the loop went on passing while the writes were slow, and liveness never failed: the
+    # writes took PODS / pool x DELAY_S >= 50 s, ten liveness windows
+    assert passes is not None and passes >= 10, passes
+    assert len(probes) >= 10, probes
     assert set(probes) == {200}, probes
     applied = exporter.registry.get_sample_value(
         "numa_exporter_annotation_patches_total", {"result": "applied"}

@@ -90,6 +90,8 @@ def test_exporter_pod_is_the_production_pod_but_for_the_fake_node() -> None:
     assert {v["name"]: v["hostPath"] for v in pod["volumes"]} == {
         "pod-resources": {"path": f"{STATE}/n1", "type": "DirectoryOrCreate"},
         "sysfs-numa": {"path": f"{STATE}/n1/sys/devices/system/node", "type": "DirectoryOrCreate"},
+        "sysfs-devices": {"path": f"{STATE}/n1/sys/devices", "type": "DirectoryOrCreate"},
+        "sysfs-pci": {"path": f"{STATE}/n1/sys/bus/pci/devices", "type": "DirectoryOrCreate"},
     }
     assert deployment["metadata"]["namespace"] == "ns"
     assert deployment["spec"]["strategy"] == {"type": "Recreate"}
@@ -114,7 +116,13 @@ def test_controller_serves_where_the_exporters_read() -> None:
         spec = deployment["spec"]["template"]["spec"]
         node = deployment["metadata"]["labels"]["fakenrt.io/node"]
         paths = {v["hostPath"]["path"] for v in spec["volumes"]}
-        assert paths == {f"{STATE}/{node}", f"{STATE}/{node}/sys/devices/system/node"}
+        sys = f"{STATE}/{node}/sys"
+        assert paths == {
+            f"{STATE}/{node}",
+            f"{sys}/devices/system/node",
+            f"{sys}/devices",
+            f"{sys}/bus/pci/devices",
+        }
         term = spec["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
         assert term[0]["labelSelector"]["matchLabels"].items() <= labels.items()
 
