@@ -31,8 +31,10 @@ churn):
   annotated, and the process's CPU time until the first and until the last;
 * steady state over ``--steady-seconds`` (>= 60): CPU per pass, API writes, RSS;
 * the same with the pods listed in a new order on every List (as the kubelet may);
-* a burst: 110 new pods turning Running, CPU until all are annotated;
-* pod admitted -> annotated: the kubelet lists the pod, then it turns Running;
+* a burst: 110 new pods listed by the kubelet, Running 3 s later, CPU from before they
+  are listed until all are annotated;
+* pod annotatable -> annotated: from the moment the exporter's rule allows it (numa-exporter:
+  the kubelet lists the pod, then it turns Running; KAI's: the kubelet lists it);
 * churn for ``--churn-seconds`` (10 pods replaced per second), RSS every interval;
 * numa-exporter's runtime dependencies: CPU and resident memory of each one's import in a
   fresh interpreter started as the exporter is, and its installed size.
@@ -85,7 +87,7 @@ from exporter.resources import (
 )
 from exporter.sysfs import write_fixture
 from tests.controlplane.cluster import ControlPlane, binaries_dir
-from tests.controlplane.helpers import admin_client, ensure_namespace
+from tests.controlplane.helpers import admin_client, create_fake_node, ensure_namespace
 from tests.exporter.fake_podresources import FakePodResources
 from tests.exporter.kube_helpers import exporter_kube
 
@@ -226,6 +228,25 @@ def set_running(kube: KubeClient, name: str) -> None:
 
 def delete_pod(kube: KubeClient, name: str) -> None:
     kube.delete(pods_path(name), {"gracePeriodSeconds": 0})
+
+
+def renew_node_lease(kube: KubeClient) -> None:
+    """Renew the node's Lease in ``kube-node-lease`` every 10 s, as its kubelet does
+    (the node lifecycle controller's heartbeat; 40 s without one marks the node Unknown)."""
+    leases = path("apis", "coordination.k8s.io", "v1", "namespaces", "kube-node-lease", "leases")
+    created = False
+    while True:
+        now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+        spec = {"holderIdentity": NODE, "leaseDurationSeconds": 40, "renewTime": now}
+        try:
+            if created:
+                kube.patch(f"{leases}/{NODE}", {"spec": spec}, content_type=MERGE_PATCH)
+            else:
+                kube.create(leases, {"metadata": {"name": NODE}, "spec": spec})
+                created = True
+        except ApiError:
+            pass  # renewed on the next round (or the control plane is gone)
+        time.sleep(10)
 
 
 class Watcher:
@@ -375,9 +396,9 @@ FIGURES: dict[str, tuple[str, str, str, Verdict]] = {
     "rss_mib": ("RSS in steady state", "{:.1f} MiB", "<= 64 MiB", lambda v, _: v <= 64),
     "shuffled_ms": ("steady, pods in a new order every List (schedstat)", "{:.3f} ms",
                     "<= 1.0 ms", lambda v, _: v <= 1.0),
-    "burst_cpu_s": ("burst: 110 new pods Running, CPU until annotated", "{:.3f} s",
+    "burst_cpu_s": ("burst: 110 new pods listed, Running, CPU to annotated", "{:.3f} s",
                     "(reported)", None),
-    "lag_mean_s": ("pod admitted -> annotated, mean", "{:.3f} s", "< 0.45 s",
+    "lag_mean_s": ("pod annotatable -> annotated, mean", "{:.3f} s", "< 0.45 s",
                    lambda v, _: v < 0.45),
     "lag_max_s": ("  max", "{:.3f} s", "(reported)", None),
     "churn_mib": ("RSS growth over churn, first to last sample", "{:+.1f} MiB",
@@ -400,6 +421,12 @@ class Bench:
         self.args = args
         self.kube = exporter_kube(cp)
         ensure_namespace(admin_client(cp), NAMESPACE)  # its ServiceAccount from the kcm
+        # the node, Ready and its kubelet's Lease renewed: otherwise the controller-manager's
+        # pod GC deletes the pods bound to a node that does not exist, and its node
+        # lifecycle controller marks them not ready once the node's heartbeat is missing
+        # (pod writes that are no exporter's)
+        create_fake_node(admin_client(cp), NODE)
+        threading.Thread(target=renew_node_lease, args=(exporter_kube(cp),), daemon=True).start()
         self.node = Node()
         self.sysfs = work / "sys"
         write_fixture(
@@ -597,26 +624,33 @@ class Bench:
         self.fake.shuffle = False
         print_figure("shuffled_ms", out["shuffled_ms"])
 
-        # a burst of 110 new pods
+        # a burst of 110 new pods (KAI's exporter annotates a pod once the kubelet lists
+        # it, numa-exporter once it runs: the CPU is counted from before they are listed,
+        # the 3 s between included)
         self.remove_pods(names)
+        cpu0 = proc_cpu_ns(self.pid)
         names = self.new_pods(PODS, running=False)
         time.sleep(3)
-        cpu0 = proc_cpu_ns(self.pid)
         for name in names:
             set_running(self.kube, name)
         wait(lambda: self.watcher.times(names), 60, "the burst annotated")
         out["burst_cpu_s"] = (proc_cpu_ns(self.pid) - cpu0) / 1e9
         print_figure("burst_cpu_s", out["burst_cpu_s"])
 
-        # admitted -> annotated
+        # admitted -> annotated: from the moment the exporter's rule allows it (KAI's: the
+        # kubelet lists the pod; numa-exporter's: listed, then Running)
         lags = []
         for _ in range(args.latency_pods):
             (name,) = self.new_pods(1, running=False)
-            time.sleep(1.2)  # the kubelet lists it, a pass has seen it
             t0 = time.monotonic()
-            set_running(self.kube, name)
+            if not exporter.go:
+                time.sleep(1.2)  # the kubelet lists it, a pass has seen it
+                t0 = time.monotonic()
+                set_running(self.kube, name)
             (t1,) = wait(self.seen(name), 30, f"{name} annotated")
             lags.append(t1 - t0)
+            if exporter.go:
+                set_running(self.kube, name)
             self.remove_pods([name])
         if lags:
             out["lag_mean_s"], out["lag_max_s"] = statistics.mean(lags), max(lags)
