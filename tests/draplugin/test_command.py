@@ -184,8 +184,12 @@ def test_bad_input_is_one_clear_error(root: Path, args: list[str], message: str)
     kubeconfig = _kubeconfig(root)
     result = CliRunner().invoke(
         main,
-        ["dra-plugin", "--profile", str(profile), "--kubeconfig", str(kubeconfig), *args],
-    )
+        [
+            "dra-plugin", "--profile", str(profile), "--kubeconfig", str(kubeconfig),
+            "--plugins-dir", str(root / "pl"), "--registry-dir", str(root / "reg"),
+            "--cdi-dir", str(root / "cdi"), *args,
+        ],
+    )  # fmt: skip
     assert result.exit_code == 1
     assert message in result.output
     assert len(result.output.strip().splitlines()) == 1
