@@ -37,14 +37,21 @@ from exporter.annotations import (
 from exporter.placement import annotation_values, derive_placement
 from exporter.podresources_wire import decode_pod
 from exporter.pods import pod_view
-from fakenrt.controller.effects import Effect, PatchPodStatus, PublishNrt, ServePodResources
+from fakenrt.controller.effects import (
+    CreatePod,
+    Effect,
+    PatchPodStatus,
+    PublishNrt,
+    ServePodResources,
+)
 from fakenrt.controller.fleet import Fleet
 from fakenrt.controller.nodeobjects import NodeIdentity
 from fakenrt.controller.pods import RUN_DURATION_ANNOTATION
 from fakenrt.controller.settings import ControllerSettings
+from fakenrt.kubelet.allocation import PodAllocation
 from fakenrt.nrt import render_nrt
 from fakenrt.podresources_messages import DeviceNuma, device_numa, pod_message
-from fakenrt.podspec import PodSpec, effective_requests, qos_class
+from fakenrt.podspec import PodSpec, effective_requests, pod_from_manifest, qos_class
 from fakenrt.profiles.model import NodeProfile
 from fakenrt.profiles.resources import node_allocatable
 from fakenrt.scheduler.backoff import Backoff
@@ -134,6 +141,21 @@ class PodRecord:
         self.key = self.spec.key
 
 
+@dataclass(eq=False)
+class _ForeignRecord:
+    """A foreign pod (:mod:`fakenrt.kubelet.foreign`) the controller core created on the
+    simulated API server: bound to its node from the start, never scheduled."""
+
+    key: str
+    node: str
+    uid: str
+    spec: PodSpec
+    manifest: dict[str, Any]
+    phase: str = "Pending"
+    predicted: None = None
+    observed: dict[str, str] = field(default_factory=dict)
+
+
 def _zones(annotations: Mapping[str, str], placement_key: str, groups_key: str) -> set[int]:
     """The zones a pod holds something in, by a placement + memory-groups pair."""
     placement = parse_placement(annotations.get(placement_key, "[]"))
@@ -209,9 +231,13 @@ class Simulation:
         self.memory_static = {
             n: p.kubelet.memory_manager_policy == "Static" for n, p in self.profiles.items()
         }
-        # The API server's pods: pending ones, and bound ones not yet terminal.
+        # The API server's pods: pending ones, and bound ones not yet terminal; the foreign
+        # pods the controller core creates (a profile's foreign capacity).
         self.pending: dict[str, PodRecord] = {}
         self.bound: dict[str, PodRecord] = {}
+        self.foreign: dict[str, _ForeignRecord] = {}
+        #: What each node's podresources serves (the fleet's latest ServePodResources).
+        self._served_allocations: dict[str, tuple[PodAllocation, ...]] = {}
         self.members: dict[str, dict[str, NodePod]] = {n: {} for n in self.names}
         self._node_pods: dict[str, tuple[NodePod, ...]] = dict.fromkeys(self.names, ())
         self._dirty_pods: set[str] = set()
@@ -515,7 +541,7 @@ class Simulation:
 
     # ---- the scheduler's view of bound pods ------------------------------------------
 
-    def _set_member(self, record: PodRecord) -> None:
+    def _set_member(self, record: PodRecord | _ForeignRecord) -> None:
         sees = self.strategy.sees
         annotations: dict[str, str] = {}
         if sees in (SEES_PREDICTED, SEES_ALL) and record.predicted is not None:
@@ -542,22 +568,56 @@ class Simulation:
 
     def _apply(self, effects: list[Effect]) -> None:
         finished: list[PodRecord] = []
+        created: list[_ForeignRecord] = []
         for effect in effects:
             if isinstance(effect, PatchPodStatus):
-                record = self.bound.get(f"{effect.namespace}/{effect.name}")
+                key = f"{effect.namespace}/{effect.name}"
+                record = self.bound.get(key)
                 if (
                     record is not None
                     and record.uid == effect.uid
                     and self._status(record, effect.status)
                 ):
                     finished.append(record)
+                foreign = self.foreign.get(key)
+                if foreign is not None and foreign.uid == effect.uid:
+                    self._foreign_status(foreign, effect.status)
             elif isinstance(effect, PublishNrt):
                 self._published(effect)
             elif isinstance(effect, ServePodResources):
-                self._served(effect.node)
+                self._served(effect)
+            elif isinstance(effect, CreatePod):
+                created.append(self._create(effect))
         for record in finished:
             record.manifest["status"] = {"phase": record.phase}
             self._apply(self.fleet.pod_event("DELETED", record.manifest))
+        for foreign in created:
+            # The watch delivers the new pod to the controller core.
+            self._apply(self.fleet.pod_event("ADDED", foreign.manifest))
+
+    def _create(self, effect: CreatePod) -> _ForeignRecord:
+        """The API server creates a foreign pod the controller core asked for."""
+        self._uids += 1
+        manifest = dict(effect.manifest)
+        manifest["metadata"] = {**manifest["metadata"], "uid": f"sim-{self._uids:08d}"}
+        spec = pod_from_manifest(manifest, source=f"foreign pod {effect.namespace}/{effect.name}")
+        record = _ForeignRecord(
+            key=spec.key,
+            node=effect.node,
+            uid=manifest["metadata"]["uid"],
+            spec=spec,
+            manifest=manifest,
+        )
+        self.foreign[record.key] = record
+        self._set_member(record)
+        return record
+
+    def _foreign_status(self, record: _ForeignRecord, status: Mapping[str, Any]) -> None:
+        phase = str(status.get("phase") or record.phase)
+        if phase != record.phase:
+            record.phase = phase
+            record.manifest["status"] = {"phase": phase}
+            self._set_member(record)
 
     def _integrate(self) -> None:
         now = self.clock.now
@@ -624,8 +684,10 @@ class Simulation:
         if self.strategy.reads_lagged_nrt and model.published == model.snapshot():
             self.stale_since.pop(name, None)
 
-    def _served(self, name: str) -> None:
+    def _served(self, effect: ServePodResources) -> None:
         """The node's allocations changed (podresources now serves the new state)."""
+        name = effect.node
+        self._served_allocations[name] = effect.allocations
         self._truth_dirty.add(name)
         self._stranded_memo.pop(name, None)
         if self.strategy.view == VIEW_TRUTH:
@@ -642,9 +704,9 @@ class Simulation:
         """The node's exporter lists podresources and annotates the pods it has not yet
         observed (a pod's allocation never changes while it runs)."""
         self._export_due.discard(name)
-        allocations = self.fleet.nodes[name].state.allocations()
-        for key, allocation in allocations.items():
-            record = self.bound.get(key)
+        for allocation in self._served_allocations.get(name, ()):
+            key = allocation.key
+            record: PodRecord | _ForeignRecord | None = self.bound.get(key) or self.foreign.get(key)
             if record is None or record.node != name or record.observed:
                 continue
             # The bytes the fake podresources server sends, decoded by the exporter's own
