@@ -412,6 +412,10 @@ class NodeState:
         """The pods outside the simulation the node runs (:mod:`fakenrt.kubelet.foreign`)."""
         return self._s.foreign_pods
 
+    def allocation(self, pod_key: str) -> PodAllocation | None:
+        """What an admitted pod holds (None: not admitted here)."""
+        return self._pods.get(pod_key)
+
     def allocations(self) -> Mapping[str, PodAllocation]:
         """Admitted pods, in admission order."""
         return dict(self._pods)

@@ -24,12 +24,11 @@ from dataclasses import replace
 from typing import Any
 
 from exporter.placement import annotation_values, derive_placement
-from exporter.resources import ContainerResources, DeviceAssignment, PodResources
-from exporter.resources import MemoryBlock as ObservedMemoryBlock
-from fakenrt.kubelet.allocation import INIT, ContainerAllocation, PodAllocation
+from fakenrt.kubelet.allocation import ContainerAllocation, PodAllocation
 from fakenrt.kubelet.foreign import FOREIGN_CONTAINER
 from fakenrt.kubelet.node import NodeState
 from fakenrt.nrt.render import render_nrt
+from fakenrt.podresources_report import device_numa, pod_report
 from fakenrt.podspec import ContainerSpec, PodSpec
 from fakenrt.profiles.model import NodeProfile
 
@@ -84,31 +83,7 @@ def observed_annotations(profile: NodeProfile, allocation: PodAllocation) -> dic
     """The annotations the exporter writes on the pod (none for a pod it does not
     annotate)."""
     cpu_to_numa = {cpu: zone.id for zone in profile.zones for cpu in zone.cpus}
-    device_numa = {
-        (name, device): zone.id
-        for zone in profile.zones
-        for name, dset in zone.devices.items()
-        for device in dset.ids
-    }
-    containers = tuple(
-        ContainerResources(
-            name=c.name,
-            cpu_ids=tuple(sorted(c.cpus)),
-            devices=tuple(
-                DeviceAssignment(
-                    name, (d,), (device_numa[(name, d)],) if (name, d) in device_numa else ()
-                )
-                for name, ids in sorted(c.devices.items())
-                for d in sorted(ids)
-            ),
-            memory=tuple(
-                ObservedMemoryBlock(b.type, b.size, tuple(sorted(b.numa))) for b in c.memory
-            ),
-        )
-        for c in allocation.containers
-        if c.kind != INIT
-    )
-    report = PodResources(allocation.namespace, allocation.name, containers)
+    report = pod_report(allocation, device_numa(profile))
     values = annotation_values(derive_placement(report, cpu_to_numa))
     return {k: v for k, v in values.items() if v is not None}
 

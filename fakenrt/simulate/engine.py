@@ -6,9 +6,9 @@ The parts are the project's own cores, wired through simulated time:
   kubelet simulator admitting bound pods in bind order, Running or Failed with the
   kubelet's reason, release on completion, NRT published through each node's
   :class:`~fakenrt.controller.lag.LagPipeline`), fed pod manifests as the watch would;
-* **exporter** - after ``exporter_delay`` the node's podresources view is built as the
-  fake podresources server builds it (:mod:`fakenrt.podresources_messages`, real protobuf
-  messages), converted as the exporter's client converts it and derived by
+* **exporter** - after ``exporter_delay`` what the node's podresources lists for each pod
+  (:func:`fakenrt.podresources_report.pod_report`, the exporter's typed values for the
+  facts the fake podresources server sends) is derived by
   :func:`exporter.placement.derive_placement` into the observed annotations;
 * **scheduler** - every ``period`` (when some pending pod's backoff has expired) one
   :class:`~fakenrt.scheduler.cycle.SchedulingCycle` over a snapshot of the strategy's view,
@@ -35,7 +35,6 @@ from exporter.annotations import (
     parse_placement,
 )
 from exporter.placement import annotation_values, derive_placement
-from exporter.podresources_wire import decode_pod
 from exporter.pods import pod_view
 from fakenrt.controller.effects import (
     CreatePod,
@@ -50,7 +49,7 @@ from fakenrt.controller.pods import RUN_DURATION_ANNOTATION
 from fakenrt.controller.settings import ControllerSettings
 from fakenrt.kubelet.allocation import PodAllocation
 from fakenrt.nrt import render_nrt
-from fakenrt.podresources_messages import DeviceNuma, device_numa, pod_message
+from fakenrt.podresources_report import DeviceNuma, allocation_zones, device_numa, pod_report
 from fakenrt.podspec import PodSpec, effective_requests, pod_from_manifest, qos_class
 from fakenrt.profiles.model import NodeProfile
 from fakenrt.profiles.resources import node_allocatable
@@ -110,6 +109,7 @@ class _PodLog:
     started: float | None = None
     finished: float | None = None
     gpu_seconds: float = 0.0
+    zones: tuple[int, ...] | None = None
     dropped: bool = False
     #: Its newest Pod object.
     current: PodRecord | None = None
@@ -344,6 +344,7 @@ class Simulation:
                     started=log.started,
                     finished=log.finished,
                     gpu_seconds=log.gpu_seconds,
+                    zones=log.zones or (),
                 )
             )
         return Outcomes(pods=tuple(pods), rejections=tuple(self._rejections))
@@ -374,6 +375,7 @@ class Simulation:
             shape=pod_shape(spec),
         )
         log.current = record
+        log.zones = None
         self.pending[record.key] = record
         self._retry_at(record)
         self._arm_cycle(self.clock.now)
@@ -628,6 +630,13 @@ class Simulation:
         """Apply a status patch; True when the pod became terminal."""
         phase = status.get("phase")
         now = self.clock.now
+        if phase in ("Pending", "Running") and record.log.zones is None:
+            # Admitted: where its kubelet put it.
+            allocation = self.fleet.nodes[record.node].state.allocation(record.key)
+            if allocation is not None:
+                record.log.zones = allocation_zones(
+                    allocation, self.cpu_maps[record.node], self.device_numa[record.node]
+                )
         if phase == "Running" and record.phase != "Running":
             record.phase = "Running"
             record.started = now
@@ -709,10 +718,8 @@ class Simulation:
             record: PodRecord | _ForeignRecord | None = self.bound.get(key) or self.foreign.get(key)
             if record is None or record.node != name or record.observed:
                 continue
-            # The bytes the fake podresources server sends, decoded by the exporter's own
-            # wire decoder: the same path as a real List answer.
-            message = pod_message(allocation, self.device_numa[name])
-            report = decode_pod(message.SerializeToString())
+            # What the node's podresources lists for the pod, as the exporter's values.
+            report = pod_report(allocation, self.device_numa[name])
             view = pod_view(record.manifest)
             expected = view.expected_memory_containers(
                 memory_manager_static=self.memory_static[name]
