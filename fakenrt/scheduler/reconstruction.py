@@ -44,6 +44,7 @@ from exporter.annotations import (
     PREDICTED_MEMORY_GROUPS,
     PREDICTED_PLACEMENT,
     AnnotationFormatError,
+    MemoryGroup,
     parse_memory_groups,
     parse_placement,
 )
@@ -73,10 +74,13 @@ class ReconstructionError(ValueError):
 
 @dataclass(frozen=True)
 class NodePod:
-    """A pod bound to the node, as reconstruction needs it."""
+    """A pod bound to the node, as reconstruction needs it. ``requests``: the pod's
+    effective requests (:func:`fakenrt.podspec.effective_requests`) when the caller
+    already has them."""
 
     spec: PodSpec
     phase: str = "Pending"
+    requests: Mapping[str, Decimal] | None = None
 
     @property
     def terminal(self) -> bool:
@@ -149,6 +153,8 @@ def kept_by_init(pod: PodSpec, topology: NumaTopology) -> bool:
     reports it and its zones are unknown. Counted per resource in start order: a regular
     init container leaves the larger of what is reusable and what it holds, a later
     sidecar or app container takes its own amount out of it."""
+    if not pod.init_containers:
+        return False
     reusable: dict[str, Decimal] = {}
     for container in (*pod.init_containers, *pod.containers):
         amounts = _exclusive_amounts(pod, container, topology)
@@ -228,17 +234,44 @@ def _single_blocks(amounts: Mapping[int, Mapping[str, int]]) -> list[frozenset[i
     ]
 
 
+#: Parsed annotation values, by value: the same few values recur on many pods and in
+#: every rebuild of a node's books (a scheduler reads them every cycle).
+_PARSED_LIMIT = 1 << 16
+_parsed_amounts: dict[str, dict[int, dict[str, int]]] = {}
+_parsed_groups: dict[str, tuple[MemoryGroup, ...] | None] = {}
+
+
 def _zone_amounts(value: str, where: str) -> dict[int, dict[str, int]]:
-    """Zone id -> resource -> amount from a placement annotation's value."""
+    """Zone id -> resource -> amount from a placement annotation's value (a fresh table
+    the caller may change)."""
+    known = _parsed_amounts.get(value)
+    if known is None:
+        try:
+            zones = parse_placement(value)
+        except AnnotationFormatError as exc:
+            raise ReconstructionError(f"{where}: {exc}") from exc
+        known = {}
+        for zp in zones:
+            for name, amount in zp.amounts.items():
+                merge_amounts(known, zp.numa_id, name, amount)
+        if len(_parsed_amounts) >= _PARSED_LIMIT:
+            _parsed_amounts.clear()
+        _parsed_amounts[value] = known
+    return {zone: dict(amounts) for zone, amounts in known.items()}
+
+
+def _memory_groups(value: str, where: str) -> tuple[MemoryGroup, ...] | None:
+    """The groups of a memory-groups annotation's value (None: ``null``)."""
+    if value in _parsed_groups:
+        return _parsed_groups[value]
     try:
-        zones = parse_placement(value)
+        groups = parse_memory_groups(value)
     except AnnotationFormatError as exc:
         raise ReconstructionError(f"{where}: {exc}") from exc
-    amounts: dict[int, dict[str, int]] = {}
-    for zp in zones:
-        for name, amount in zp.amounts.items():
-            merge_amounts(amounts, zp.numa_id, name, amount)
-    return amounts
+    if len(_parsed_groups) >= _PARSED_LIMIT:
+        _parsed_groups.clear()
+    _parsed_groups[value] = groups
+    return groups
 
 
 def _annotated(
@@ -261,11 +294,7 @@ def _annotated(
     raw_groups = pod.annotations.get(groups_key)
     if raw_groups is not None:
         gwhere = f"pod {pod.key}: annotation {groups_key}"
-        try:
-            groups = parse_memory_groups(raw_groups)
-        except AnnotationFormatError as exc:
-            raise ReconstructionError(f"{gwhere}: {exc}") from exc
-        for group in groups or ():
+        for group in _memory_groups(raw_groups, gwhere) or ():
             if len(group.numa_ids) < 2:
                 continue  # single-NUMA blocks are already in the placement
             ids = sorted(group.numa_ids)

@@ -55,7 +55,8 @@ from fakenrt.profiles.model import NodeProfile
 from fakenrt.profiles.resources import node_allocatable
 from fakenrt.scheduler.backoff import Backoff
 from fakenrt.scheduler.cluster import ClusterSnapshot, NodeSnapshot
-from fakenrt.scheduler.cycle import CycleMemo, Decision, SchedulingCycle, pod_shape
+from fakenrt.scheduler.clusterbooks import ClusterBooks
+from fakenrt.scheduler.cycle import Decision, SchedulingCycle, pod_shape
 from fakenrt.scheduler.ledger import ZoneLedger
 from fakenrt.scheduler.nrt import read_nrt
 from fakenrt.scheduler.plugin import NumaPlugin
@@ -151,6 +152,7 @@ class _ForeignRecord:
     uid: str
     spec: PodSpec
     manifest: dict[str, Any]
+    shape: str
     phase: str = "Pending"
     predicted: None = None
     observed: dict[str, str] = field(default_factory=dict)
@@ -196,10 +198,15 @@ class Simulation:
         self.rec = Recorder()
         self.plugin = NumaPlugin(strategy.plugin_args(s.plugin))
         self.truth_plugin = NumaPlugin(replace(s.plugin, reconstruct_available=False))
-        self.memo = CycleMemo()
+        #: Every node's books as the strategy sees them, kept between cycles and rebuilt
+        #: node by node (None without shortcuts: every cycle built from scratch).
+        self.books = ClusterBooks(self.plugin, reserve=strategy.reserve) if shortcuts else None
         self.backoff = Backoff()
         self.profiles: dict[str, NodeProfile] = {p.name: p for p in scenario.nodes}
         self.names = tuple(sorted(self.profiles))
+        self._requests: dict[str, Mapping[str, Decimal]] = {}
+        #: Nodes whose view or pods changed since the books last saw them.
+        self._changed: set[str] = set(self.names) if shortcuts else set()
         controller = ControllerSettings(
             seed=s.seed,
             start_delay=s.start_delay,
@@ -255,12 +262,6 @@ class Simulation:
         self._stranded_memo: dict[str, tuple[NumaTopology, dict[str, bool]]] = {}
         self._cycle_tick: int | None = None
         self._last_tick = -1
-        # Bumped whenever anything the strategy's cycle reads changes (a node's NRT in its
-        # view, the pods on a node, their phase or annotations). A shape that fitted
-        # nowhere at the start of a cycle fits nowhere again while it is unchanged, so
-        # such an attempt is decided without building a cycle (the decision is identical).
-        self.version = 0
-        self._failed_shapes: dict[str, int] = {}
         # Pending pods by next attempt: (next_try, sequence, pod key).
         self._retries: list[tuple[float, int, str]] = []
         self._sequence = 0
@@ -428,33 +429,34 @@ class Simulation:
             self.rec.cycles += 1
             if self.strategy.reads_lagged_nrt:
                 self._count_staleness(now)
-            cycle: SchedulingCycle | None = None
-            pristine = True  # nothing bound yet in this cycle
+            cycle = self._new_cycle()
             for record in ready:
-                if self.shortcuts and self._failed_shapes.get(record.shape) == self.version:
-                    self._unschedulable(record, now)
-                    continue
-                if cycle is None:
-                    cycle = SchedulingCycle(
-                        ClusterSnapshot(nodes=self._node_snapshots()),
-                        self.plugin,
-                        reserve=self.strategy.reserve,
-                        memo=self.memo if self.shortcuts else None,
-                        reuse=self.shortcuts,
-                        node_pods=self._pods_by_node(),
-                    )
-                decision = cycle.schedule(record.spec)
+                decision = cycle.schedule(record.spec, shape=record.shape)
                 if decision.node is None:
-                    if pristine:
-                        self._failed_shapes[record.shape] = self.version
                     self._unschedulable(record, now)
                     continue
-                pristine = False
                 self._bind(record, decision)
         if self.pending:
             earliest = self._earliest_retry()
             if earliest is not None:
                 self._arm_cycle(earliest)
+
+    def _new_cycle(self) -> SchedulingCycle:
+        """A cycle over the strategy's view as it is now: over the kept books, brought up
+        to date for the nodes that changed; without shortcuts, built from scratch."""
+        if self.books is None:
+            return SchedulingCycle(
+                ClusterSnapshot(nodes=self._node_snapshots()),
+                self.plugin,
+                reserve=self.strategy.reserve,
+                reuse=False,
+                node_pods=self._pods_by_node(),
+            )
+        pods = self._pods_by_node()
+        for name in self._changed:
+            self.books.set_node(self._snapshot(name), pods[name])
+        self._changed.clear()
+        return SchedulingCycle.over(self.books)
 
     def _unschedulable(self, record: PodRecord, now: float) -> None:
         self.rec.unschedulable_attempts += 1
@@ -525,6 +527,12 @@ class Simulation:
             )
         return kept
 
+    def _view_changed(self, name: str) -> None:
+        """The NRT the strategy sees for node ``name`` changed."""
+        self._snapshot_dirty.add(name)
+        if self.books is not None:
+            self._changed.add(name)
+
     def _truth(self, name: str) -> NumaTopology:
         if name in self._truth_dirty or name not in self.truth:
             snap = self.fleet.nodes[name].snapshot()
@@ -551,14 +559,23 @@ class Simulation:
         if sees == SEES_ALL:
             annotations.update(record.observed)
         spec = replace(record.spec, node_name=record.node, annotations=annotations)
-        self.members[record.node][record.key] = NodePod(spec=spec, phase=record.phase)
-        self._dirty_pods.add(record.node)
-        self.version += 1
+        requests = self._requests.get(record.shape)
+        if requests is None:
+            requests = self._requests[record.shape] = effective_requests(record.spec)
+        self.members[record.node][record.key] = NodePod(
+            spec=spec, phase=record.phase, requests=requests
+        )
+        self._touch(record.node)
 
     def _drop_member(self, record: PodRecord) -> None:
         self.members[record.node].pop(record.key, None)
-        self._dirty_pods.add(record.node)
-        self.version += 1
+        self._touch(record.node)
+
+    def _touch(self, name: str) -> None:
+        """The pods on node ``name`` (or their phase or annotations) changed."""
+        self._dirty_pods.add(name)
+        if self.books is not None:
+            self._changed.add(name)
 
     def _pods_by_node(self) -> dict[str, tuple[NodePod, ...]]:
         for name in self._dirty_pods:
@@ -609,6 +626,7 @@ class Simulation:
             uid=manifest["metadata"]["uid"],
             spec=spec,
             manifest=manifest,
+            shape=pod_shape(spec),
         )
         self.foreign[record.key] = record
         self._set_member(record)
@@ -687,8 +705,7 @@ class Simulation:
         if self.strategy.view != VIEW_PUBLISHED:
             return  # this strategy never reads the published NRT
         self.published[name] = read_nrt(effect.body, source=f"NRT of {name}")
-        self.version += 1
-        self._snapshot_dirty.add(name)
+        self._view_changed(name)
         model = self.fleet.nodes[name]
         if self.strategy.reads_lagged_nrt and model.published == model.snapshot():
             self.stale_since.pop(name, None)
@@ -700,8 +717,7 @@ class Simulation:
         self._truth_dirty.add(name)
         self._stranded_memo.pop(name, None)
         if self.strategy.view == VIEW_TRUTH:
-            self.version += 1
-            self._snapshot_dirty.add(name)
+            self._view_changed(name)
         self.stale_since.setdefault(name, self.clock.now)
         if name not in self._export_due:
             self._export_due.add(name)
@@ -751,7 +767,7 @@ class Simulation:
         shapes: dict[str, PodSpec] = {}
         for record in self.pending.values():
             if record.gpus > 0:
-                shapes.setdefault(pod_shape(record.spec), record.spec)
+                shapes.setdefault(record.shape, record.spec)
         if not shapes:
             return 0
         stranded = 0
