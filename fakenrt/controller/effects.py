@@ -64,6 +64,16 @@ class CreatePod:
 
 
 @dataclass(frozen=True)
+class NrtSnapshot:
+    """What a publication of a fake node's NRT renders: the zones' usage and the pods
+    counted in it."""
+
+    usage: Mapping[int, Mapping[str, int]]
+    #: ``namespace/name`` of the pods holding exclusive resources (the fingerprint's set).
+    pods: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class PublishNrt:
     """Create or update the node's NodeResourceTopology object with ``body``."""
 
@@ -71,6 +81,9 @@ class PublishNrt:
     body: Mapping[str, Any]
     #: A periodic refresh of an unchanged state (not a change becoming visible).
     refresh: bool = False
+    #: The fake node's state the body renders (an in-process reader takes it as it is,
+    #: without reading the body back); None when the body comes from elsewhere.
+    snapshot: NrtSnapshot | None = None
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from fakenrt.controller.effects import (
     CreatePod,
     DeletePod,
     Effect,
+    NrtSnapshot,
     PatchPodStatus,
     PublishNrt,
     RecordMemoryCheckpoint,
@@ -98,15 +99,6 @@ class TrackedPod:
     @property
     def holds(self) -> bool:
         return self.stage in (Stage.STARTING, Stage.RUNNING)
-
-
-@dataclass(frozen=True)
-class NrtSnapshot:
-    """What a publication renders: the zones' usage and the pods counted in it."""
-
-    usage: Mapping[int, Mapping[str, int]]
-    #: ``namespace/name`` of the pods holding exclusive resources (the fingerprint's set).
-    pods: tuple[str, ...]
 
 
 class NodeModel:
@@ -221,7 +213,7 @@ class NodeModel:
         self._timers.cancel(self._key(PUBLISH))
         self.published = self.snapshot()
         return [
-            PublishNrt(self.name, self.render(self.published)),
+            PublishNrt(self.name, self.render(self.published), snapshot=self.published),
             ServePodResources(self.name, node_allocations(self.state)),
             *self._record_state(),
         ]
@@ -582,11 +574,15 @@ class NodeModel:
         if snapshot is None:
             return []
         self.published = snapshot
-        return [PublishNrt(self.name, self.render(snapshot))]
+        return [PublishNrt(self.name, self.render(snapshot), snapshot=snapshot)]
 
     def _refresh(self, now: float) -> list[Effect]:
         if self.settings.nrt_refresh > 0:
             self._timers.set(self._key(REFRESH), now + self.settings.nrt_refresh)
         if self.published is None:
             return []
-        return [PublishNrt(self.name, self.render(self.published), refresh=True)]
+        return [
+            PublishNrt(
+                self.name, self.render(self.published), refresh=True, snapshot=self.published
+            )
+        ]

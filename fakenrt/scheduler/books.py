@@ -26,7 +26,7 @@ from fakenrt.scheduler.args import PluginArgs
 from fakenrt.scheduler.cluster import NodeSnapshot
 from fakenrt.scheduler.ledger import ZoneLedger
 from fakenrt.scheduler.placement import Placement
-from fakenrt.scheduler.reconstruction import NodePod, reconstruct
+from fakenrt.scheduler.reconstruction import NodePod, Placements, placements, reconstruct_with
 from fakenrt.scheduler.topology import NumaTopology
 
 #: Why a node cannot take a pod as a whole, and the reason's category (the metric label).
@@ -56,10 +56,24 @@ class NodeBooks:
     unplaced: tuple[str, ...] = ()
     #: Annotations reconstruction could not use.
     problems: tuple[str, ...] = ()
+    #: The pods the books were built from, and what their placements gave (reused by
+    #: :meth:`build` when only the node's NRT changed).
+    seen: Sequence[NodePod] = ()
+    placed: Placements | None = None
 
     @classmethod
-    def build(cls, node: NodeSnapshot, pods: Sequence[NodePod], args: PluginArgs) -> NodeBooks:
-        """The books of ``node`` with ``pods`` (its non-terminal pods) on it."""
+    def build(
+        cls,
+        node: NodeSnapshot,
+        pods: Sequence[NodePod],
+        args: PluginArgs,
+        *,
+        previous: NodeBooks | None = None,
+    ) -> NodeBooks:
+        """The books of ``node`` with ``pods`` (its non-terminal pods) on it. ``previous``:
+        the node's books before; when they were built from the very same ``pods`` on an NRT
+        with the same static part, the pods' placements are taken from them (only NRT
+        ``available`` or its fingerprint changed)."""
         requested: dict[str, Decimal] = {}
         for p in pods:
             for name, value in _requests(p).items():
@@ -67,9 +81,21 @@ class NodeBooks:
         ledger: ZoneLedger | None = None
         unplaced: tuple[str, ...] = ()
         problems: tuple[str, ...] = ()
+        placed: Placements | None = None
         if node.nrt is not None:
             if args.reconstruct_available:
-                rebuilt = reconstruct(node.nrt, pods, strict=False)
+                if (
+                    previous is not None
+                    and previous.seen is pods
+                    and previous.placed is not None
+                    and previous.node.nrt is not None
+                    and previous.node.nrt.static is node.nrt.static
+                    and previous.node.nrt.fingerprint_method == node.nrt.fingerprint_method
+                ):
+                    placed = previous.placed
+                else:
+                    placed = placements(node.nrt, pods, strict=False)
+                rebuilt = reconstruct_with(node.nrt, placed, pods)
                 ledger, unplaced, problems = rebuilt.ledger, rebuilt.unplaced, rebuilt.problems
             else:
                 ledger = ZoneLedger.from_nrt(node.nrt)
@@ -80,6 +106,8 @@ class NodeBooks:
             ledger=ledger,
             unplaced=unplaced,
             problems=problems,
+            seen=pods,
+            placed=placed,
         )
 
     def copy(self) -> NodeBooks:
@@ -126,26 +154,9 @@ class NodeBooks:
 
 
 def static_key(topology: NumaTopology | None) -> object:
-    """The part of a node's NRT the plugin's verdict and scores read besides the ledger:
-    policy, scope, managers, and per zone its id, capacity, allocatable and costs (not the
-    node's name, ``available`` or the pod fingerprint, which only feed the ledger)."""
-    if topology is None:
-        return None
-    return (
-        topology.policy,
-        topology.scope,
-        topology.cpu_manager_policy,
-        topology.memory_manager_policy,
-        tuple(
-            (
-                z.id,
-                tuple(sorted(z.capacity.items())),
-                tuple(sorted(z.allocatable.items())),
-                tuple(sorted(z.costs.items())),
-            )
-            for z in topology.zones
-        ),
-    )
+    """The part of a node's NRT the plugin's verdict and scores read besides the ledger
+    (:attr:`NumaTopology.static`; None without NRT)."""
+    return None if topology is None else topology.static
 
 
 def ledger_key(ledger: ZoneLedger | None) -> object:

@@ -75,8 +75,9 @@ class ClusterBooks:
 
     def set_node(self, node: NodeSnapshot, pods: Sequence[NodePod]) -> None:
         """Build (or rebuild) the books of ``node`` with ``pods``, its non-terminal pods."""
-        books = NodeBooks.build(node, pods, self.plugin.args)
         entry = self._entries.get(node.name)
+        previous = entry.books if entry is not None else None
+        books = NodeBooks.build(node, pods, self.plugin.args, previous=previous)
         topology_static = (
             entry.static
             if entry is not None and entry.books.node.nrt is node.nrt

@@ -33,7 +33,7 @@ catches up.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -195,25 +195,37 @@ def holds_exclusive(pod: PodSpec, topology: NumaTopology, *, zoned: bool = False
     return False
 
 
+def _counted(topology: NumaTopology, pods: Sequence[NodePod]) -> list[NodePod] | None:
+    """The pods a fingerprint by the NRT's method covers (None: a method not known)."""
+    method = topology.fingerprint_method or METHOD_ALL
+    if method == METHOD_WITH_EXCLUSIVE_RESOURCES:
+        return [p for p in pods if holds_exclusive(p.spec, topology)]
+    if method == METHOD_ALL:
+        return list(pods)
+    return None
+
+
+def _fingerprints(topology: NumaTopology, pods: Sequence[NodePod]) -> tuple[str, str] | None:
+    """The fingerprints of the pods the NRT's method covers: without the terminal ones,
+    and with them (None: a method not known)."""
+    counted = _counted(topology, pods)
+    if counted is None:
+        return None
+    live = [(p.spec.namespace, p.spec.name) for p in counted if not p.terminal]
+    without = fingerprint(live)
+    if len(live) == len(counted):
+        return without, without
+    return without, fingerprint([(p.spec.namespace, p.spec.name) for p in counted])
+
+
 def nrt_matches(topology: NumaTopology, pods: Iterable[NodePod]) -> bool:
     """NRT ``available`` reflects exactly ``pods`` (the pods the scheduler sees bound to the
     node): its published fingerprint equals theirs, computed by the published method
     (``all`` when none is published). Terminal pods are tried left out and counted."""
     if topology.fingerprint is None:
         return False
-    method = topology.fingerprint_method or METHOD_ALL
-    if method == METHOD_WITH_EXCLUSIVE_RESOURCES:
-        counted = [p for p in pods if holds_exclusive(p.spec, topology)]
-    elif method == METHOD_ALL:
-        counted = list(pods)
-    else:
-        return False
-    live = [(p.spec.namespace, p.spec.name) for p in counted if not p.terminal]
-    if fingerprint(live) == topology.fingerprint:
-        return True
-    if len(live) == len(counted):
-        return False
-    return fingerprint([(p.spec.namespace, p.spec.name) for p in counted]) == topology.fingerprint
+    prints = _fingerprints(topology, list(pods))
+    return prints is not None and topology.fingerprint in prints
 
 
 def _check_zones(placement: Placement, topology: NumaTopology, where: str) -> None:
@@ -360,14 +372,28 @@ def _sources(
     return out
 
 
-def reconstruct(
-    topology: NumaTopology, pods: Iterable[NodePod], *, strict: bool = True
-) -> Reconstruction:
-    """A ledger of ``allocatable - placements``, or NRT ``available`` when the NRT
-    fingerprint says it reflects exactly these pods. With ``strict`` an unusable annotation
-    raises :class:`ReconstructionError`; otherwise that pod falls back to its next source
-    (observed -> predicted -> unplaced) and the problem is reported."""
-    pods = list(pods)
+@dataclass(frozen=True, eq=False)
+class Placements:
+    """What the pods on a node say about its zones: all of a reconstruction but the
+    comparison with NRT. It depends on the pods and on the NRT's static part (zones,
+    managers, fingerprint method), not on ``available`` or the fingerprint, so a caller
+    may keep it while only the NRT's free amounts change (:func:`reconstruct_with`)."""
+
+    #: ``allocatable - placements`` (never changed: :func:`reconstruct_with` copies it).
+    ledger: ZoneLedger
+    sources: Mapping[str, str]
+    unplaced: tuple[str, ...]
+    problems: tuple[str, ...]
+    unaccounted: tuple[str, ...]
+    #: The fingerprints of the pods NRT counts, without and with terminal ones (computed
+    #: when first compared).
+    prints: dict[str, tuple[str, str] | None] = field(default_factory=dict)
+
+
+def placements(
+    topology: NumaTopology, pods: Sequence[NodePod], *, strict: bool = True
+) -> Placements:
+    """The zones' use by ``pods`` from their annotations (see :func:`reconstruct`)."""
     ledger = ZoneLedger(topology, {z.id: z.allocatable for z in topology.zones})
     sources: dict[str, str] = {}
     unplaced: list[str] = []
@@ -393,23 +419,56 @@ def reconstruct(
             unplaced.append(pod.spec.key)
             if holds_exclusive(pod.spec, topology, zoned=True):
                 unaccounted.append(pod.spec.key)
-    exact = nrt_matches(topology, pods)
-    if exact:
-        # NRT is current for exactly these pods: its available amounts are the truth (they
-        # keep what NRT holds beyond the visible placements); the groups stay rebuilt.
-        ledger = ZoneLedger(
-            topology, {z.id: z.available for z in topology.zones}, blocks=ledger.blocks
-        )
-        # Memory no annotation reports (unannotated pods') has unknown groups: NRT does
-        # not publish them; assume one-zone blocks.
-        ledger.assume_single_blocks()
-        unaccounted = []
-    ledger.unaccounted = tuple(unaccounted)
-    return Reconstruction(
+    return Placements(
         ledger=ledger,
         sources=sources,
         unplaced=tuple(unplaced),
         problems=tuple(problems),
         unaccounted=tuple(unaccounted),
+    )
+
+
+def reconstruct_with(
+    topology: NumaTopology, placed: Placements, pods: Sequence[NodePod]
+) -> Reconstruction:
+    """The reconstruction of ``pods`` given their :func:`placements` on this NRT's zones."""
+    exact = False
+    if topology.fingerprint is not None:
+        method = topology.fingerprint_method or METHOD_ALL
+        if method not in placed.prints:
+            placed.prints[method] = _fingerprints(topology, pods)
+        prints = placed.prints[method]
+        exact = prints is not None and topology.fingerprint in prints
+    unaccounted = placed.unaccounted
+    if exact:
+        # NRT is current for exactly these pods: its available amounts are the truth (they
+        # keep what NRT holds beyond the visible placements); the groups stay rebuilt.
+        ledger = ZoneLedger(
+            topology, {z.id: z.available for z in topology.zones}, blocks=placed.ledger.blocks
+        )
+        # Memory no annotation reports (unannotated pods') has unknown groups: NRT does
+        # not publish them; assume one-zone blocks.
+        ledger.assume_single_blocks()
+        unaccounted = ()
+    else:
+        ledger = ZoneLedger(topology, placed.ledger.available, blocks=placed.ledger.blocks)
+    ledger.unaccounted = unaccounted
+    return Reconstruction(
+        ledger=ledger,
+        sources=placed.sources,
+        unplaced=placed.unplaced,
+        problems=placed.problems,
+        unaccounted=unaccounted,
         nrt_exact=exact,
     )
+
+
+def reconstruct(
+    topology: NumaTopology, pods: Iterable[NodePod], *, strict: bool = True
+) -> Reconstruction:
+    """A ledger of ``allocatable - placements``, or NRT ``available`` when the NRT
+    fingerprint says it reflects exactly these pods. With ``strict`` an unusable annotation
+    raises :class:`ReconstructionError`; otherwise that pod falls back to its next source
+    (observed -> predicted -> unplaced) and the problem is reported."""
+    pods = tuple(pods)
+    return reconstruct_with(topology, placements(topology, pods, strict=strict), pods)

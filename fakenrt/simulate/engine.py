@@ -48,7 +48,6 @@ from fakenrt.controller.nodeobjects import NodeIdentity
 from fakenrt.controller.pods import RUN_DURATION_ANNOTATION
 from fakenrt.controller.settings import ControllerSettings
 from fakenrt.kubelet.allocation import PodAllocation
-from fakenrt.nrt import render_nrt
 from fakenrt.podresources_report import DeviceNuma, allocation_zones, device_numa, pod_report
 from fakenrt.podspec import PodSpec, effective_requests, pod_from_manifest, qos_class
 from fakenrt.profiles.model import NodeProfile
@@ -65,6 +64,7 @@ from fakenrt.scheduler.topology import NumaTopology
 from fakenrt.simulate.clock import ARRIVAL, CYCLE, EXPORT, SAMPLE, Clock, EventQueue
 from fakenrt.simulate.limits import MAX_ATTEMPTS, LimitError
 from fakenrt.simulate.metrics import Recorder, StrategyResult, summarize
+from fakenrt.simulate.nrtview import NrtView
 from fakenrt.simulate.outcomes import (
     COMPLETED,
     DROPPED,
@@ -204,6 +204,8 @@ class Simulation:
         self.backoff = Backoff()
         self.profiles: dict[str, NodeProfile] = {p.name: p for p in scenario.nodes}
         self.names = tuple(sorted(self.profiles))
+        #: Each node's NRT as typed values (no rendering and parsing per change).
+        self._views = {n: NrtView(p) for n, p in self.profiles.items()}
         self._requests: dict[str, Mapping[str, Decimal]] = {}
         #: Nodes whose view or pods changed since the books last saw them.
         self._changed: set[str] = set(self.names) if shortcuts else set()
@@ -535,9 +537,7 @@ class Simulation:
 
     def _truth(self, name: str) -> NumaTopology:
         if name in self._truth_dirty or name not in self.truth:
-            snap = self.fleet.nodes[name].snapshot()
-            body = render_nrt(self.profiles[name], usage=snap.usage, pods=snap.pods)
-            self.truth[name] = read_nrt(body, source=f"NRT of {name}")
+            self.truth[name] = self._views[name].of(self.fleet.nodes[name].snapshot())
             self._truth_dirty.discard(name)
         return self.truth[name]
 
@@ -552,12 +552,18 @@ class Simulation:
     # ---- the scheduler's view of bound pods ------------------------------------------
 
     def _set_member(self, record: PodRecord | _ForeignRecord) -> None:
+        """The pod as the strategy sees it on its node: its spec with the annotations the
+        strategy reads. (Members are never terminal - terminal pods are dropped - so their
+        phase changes nothing the books read: an unchanged view is left as it is.)"""
         sees = self.strategy.sees
         annotations: dict[str, str] = {}
         if sees in (SEES_PREDICTED, SEES_ALL) and record.predicted is not None:
             annotations.update(record.predicted)
         if sees == SEES_ALL:
             annotations.update(record.observed)
+        kept = self.members[record.node].get(record.key)
+        if kept is not None and kept.spec.annotations == annotations:
+            return
         spec = replace(record.spec, node_name=record.node, annotations=annotations)
         requests = self._requests.get(record.shape)
         if requests is None:
@@ -704,7 +710,11 @@ class Simulation:
         name = effect.node
         if self.strategy.view != VIEW_PUBLISHED:
             return  # this strategy never reads the published NRT
-        self.published[name] = read_nrt(effect.body, source=f"NRT of {name}")
+        self.published[name] = (
+            read_nrt(effect.body, source=f"NRT of {name}")
+            if effect.snapshot is None
+            else self._views[name].of(effect.snapshot)
+        )
         self._view_changed(name)
         model = self.fleet.nodes[name]
         if self.strategy.reads_lagged_nrt and model.published == model.snapshot():

@@ -12,6 +12,7 @@ from decimal import Decimal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fakenrt.nrt.fingerprint import fingerprint
 from fakenrt.podspec import PodSpec, effective_requests
 from fakenrt.scheduler.args import PluginArgs
 from fakenrt.scheduler.books import NodeBooks, state_key, static_key
@@ -157,11 +158,12 @@ def test_a_cold_cycle_decides_exactly_as_evaluating_everything(
 
 @settings(max_examples=150, deadline=None)
 @given(
-    nodes=node_snapshots(),
+    start=node_snapshots(),
     cycles=st.lists(
         st.tuples(
             st.lists(st.integers(0, len(SHAPES) - 1), max_size=8),
-            st.lists(st.integers(0, 3), max_size=2),  # nodes whose pods all finish
+            st.lists(st.integers(0, 4), max_size=2),  # nodes whose pods all finish
+            st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3)), max_size=2),  # NRT news
         ),
         min_size=1,
         max_size=4,
@@ -171,22 +173,26 @@ def test_a_cold_cycle_decides_exactly_as_evaluating_everything(
 )
 def test_kept_books_decide_exactly_as_evaluating_everything(
     *,
-    nodes: tuple[NodeSnapshot, ...],
-    cycles: list[tuple[list[int], list[int]]],
+    start: tuple[NodeSnapshot, ...],
+    cycles: list[tuple[list[int], list[int], list[tuple[int, int]]]],
     args: PluginArgs,
     reserve: bool,
 ) -> None:
     """The simulation's cycles over books kept between cycles (ClusterBooks): state
-    classes, per-node rebuilds, the log of moved nodes behind "fits nowhere" - against a
-    cycle built from scratch and evaluating every pod on every node, cycle after cycle
-    while pods bind and nodes empty."""
+    classes, per-node rebuilds (placements kept when only the NRT changed), the log of
+    moved nodes behind "fits nowhere" - against a cycle built from scratch and evaluating
+    every pod on every node, cycle after cycle while pods bind, nodes empty and NRTs are
+    published (other free amounts, a fingerprint matching the pods or not)."""
     plugin = NumaPlugin(args)
     books = ClusterBooks(plugin, reserve=reserve)
-    for node in nodes:
-        books.set_node(node, ())
+    nodes = {node.name: node for node in start}
+    names = sorted(nodes)
+    on_node: dict[str, tuple[NodePod, ...]] = dict.fromkeys(names, ())
+    for node in start:
+        books.set_node(node, on_node[node.name])
     bound: list[PodSnapshot] = []
-    for n, (shapes, emptied) in enumerate(cycles):
-        snapshot = ClusterSnapshot(nodes=nodes, pods=tuple(bound))
+    for n, (shapes, emptied, news) in enumerate(cycles):
+        snapshot = ClusterSnapshot(nodes=tuple(nodes.values()), pods=tuple(bound))
         kept = SchedulingCycle.over(books)
         slow = SchedulingCycle(snapshot, plugin, reserve=reserve, reuse=False)
         touched: set[str] = set()
@@ -198,13 +204,27 @@ def test_kept_books_decide_exactly_as_evaluating_everything(
             if got.node is not None:
                 bound.append(bind(pod, got))
                 touched.add(got.node)
-        names = [node.name for node in nodes]
         gone = {names[i % len(names)] for i in emptied}
         bound = [p for p in bound if p.spec.node_name not in gone]
         grouped = by_node(bound)
-        for node in nodes:
-            if node.name in touched | gone:
-                books.set_node(node, grouped.get(node.name, ()))
+        for name in touched | gone:
+            on_node[name] = grouped.get(name, ())
+            books.set_node(nodes[name], on_node[name])
+        for where, cut in news:
+            # A new NRT for the node: each zone's free amounts cut by ``cut``, and the
+            # fingerprint of the pods on it (NRT current: taken as it is) or none.
+            name = names[where % len(names)]
+            nrt = nodes[name].nrt
+            assert nrt is not None
+            available = {
+                z.id: {r: max(0, v - cut) for r, v in z.available.items()} for z in nrt.zones
+            }
+            keys = [(p.spec.namespace, p.spec.name) for p in on_node[name]]
+            current = fingerprint(keys) if cut % 2 else None
+            nodes[name] = replace(
+                nodes[name], nrt=nrt.with_available(available, fingerprint=current)
+            )
+            books.set_node(nodes[name], on_node[name])
 
 
 @settings(max_examples=100, deadline=None)
