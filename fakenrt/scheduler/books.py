@@ -89,7 +89,7 @@ class NodeBooks:
                     and previous.seen is pods
                     and previous.placed is not None
                     and previous.node.nrt is not None
-                    and previous.node.nrt.static is node.nrt.static
+                    and previous.node.nrt.static == node.nrt.static
                     and previous.node.nrt.fingerprint_method == node.nrt.fingerprint_method
                 ):
                     placed = previous.placed

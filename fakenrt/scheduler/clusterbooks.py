@@ -68,8 +68,8 @@ class ClusterBooks:
         # Nodes that moved to another class, in order; _base is the position of _log[0].
         self._log: list[str] = []
         self._base = 0
-        #: shape -> (log position when it fitted nowhere, that decision)
-        self._nowhere: dict[str, tuple[int, Decision]] = {}
+        #: shape -> the log position when it was last known to fit nowhere
+        self._nowhere: dict[str, int] = {}
 
     # ---- nodes -----------------------------------------------------------------------
 
@@ -148,20 +148,10 @@ class ClusterBooks:
         """Pick a node for ``pod`` and assume it there. ``shape``: the pod's
         :func:`~fakenrt.scheduler.books.pod_shape`, when the caller has it."""
         shape = pod_shape(pod) if shape is None else shape
-        known_shape = self._shapes.get(shape)
-        if known_shape is None:
-            wanted = effective_requests(pod)
-            known_shape = self._shapes[shape] = (wanted, tuple(sorted(wanted.items())))
-        requests, ordered = known_shape
-        end = self._base + len(self._log)
-        nowhere = self._nowhere.get(shape)
-        if (
-            nowhere is not None
-            and nowhere[0] >= self._base
-            and (nowhere[0] == end or not self._moved_fit(nowhere[0], pod, shape, ordered))
-        ):
-            self._nowhere[shape] = (end, nowhere[1])
+        if self.fits_nowhere(pod, shape):
             return Decision(pod_key=pod.key, node=None)
+        requests, ordered = self._requests(pod, shape)
+        end = self._base + len(self._log)
         best: tuple[int, str] | None = None
         chosen: Evaluation | None = None
         for cls in self._classes.values():
@@ -172,9 +162,8 @@ class ClusterBooks:
             if best is None or key < best:
                 best, chosen = key, evaluation
         if best is None or chosen is None or chosen.result is None:
-            decision = Decision(pod_key=pod.key, node=None)
-            self._nowhere[shape] = (end, decision)
-            return decision
+            self._nowhere[shape] = end
+            return Decision(pod_key=pod.key, node=None)
         name = best[1]
         books = self._entries[name].books
         placement = self.plugin.placement_to_charge(
@@ -189,6 +178,29 @@ class ClusterBooks:
         )
         self._apply(decision, +1)
         return decision
+
+    def _requests(
+        self, pod: PodSpec, shape: str
+    ) -> tuple[Mapping[str, Decimal], tuple[tuple[str, Decimal], ...]]:
+        known = self._shapes.get(shape)
+        if known is None:
+            wanted = effective_requests(pod)
+            known = self._shapes[shape] = (wanted, tuple(sorted(wanted.items())))
+        return known
+
+    def fits_nowhere(self, pod: PodSpec, shape: str) -> bool:
+        """Whether a pod of ``pod``'s shape is known to fit nowhere now: it fitted nowhere
+        when last tried, and no node that moved to another class since takes it. False
+        when that is not known (only a decision tells)."""
+        since = self._nowhere.get(shape)
+        if since is None or since < self._base:
+            return False
+        end = self._base + len(self._log)
+        if since != end:
+            if self._moved_fit(since, pod, shape, self._requests(pod, shape)[1]):
+                return False
+            self._nowhere[shape] = end
+        return True
 
     def _moved_fit(
         self, since: int, pod: PodSpec, shape: str, ordered: Sequence[tuple[str, Decimal]]

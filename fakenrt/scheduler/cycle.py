@@ -46,9 +46,6 @@ from fakenrt.scheduler.reconstruction import NodePod
 __all__ = ["ClusterBooks", "Decision", "SchedulingCycle", "pod_shape"]
 
 
-_EMPTY = ClusterSnapshot()
-
-
 @dataclass
 class _Node:
     """A node of a cold cycle: its snapshot and pods, its books once built, and its
@@ -100,7 +97,8 @@ class SchedulingCycle:
     @classmethod
     def over(cls, books: ClusterBooks) -> SchedulingCycle:
         """A cycle over books kept between cycles (see the module docstring)."""
-        cycle = cls(_EMPTY, books.plugin, reserve=books.reserve)
+        cycle = cls.__new__(cls)
+        cycle.plugin, cycle.reserve, cycle.reuse = books.plugin, books.reserve, True
         cycle._kept = books
         return cycle
 
@@ -201,7 +199,9 @@ class SchedulingCycle:
 
     def unplaced(self) -> dict[str, tuple[str, ...]]:
         """node -> pods on it with no placement annotation (not counted by reconstruction),
-        on the nodes whose books the cycle built (those it examined)."""
+        on the nodes whose books the cycle built (those it examined); none over kept books."""
+        if self._kept is not None:
+            return {}
         return {
             n.node.name: n.books.unplaced
             for n in self._nodes
@@ -209,5 +209,8 @@ class SchedulingCycle:
         }
 
     def problems(self) -> list[str]:
-        """Annotations reconstruction could not use, on the nodes the cycle examined."""
+        """Annotations reconstruction could not use, on the nodes the cycle examined (none
+        over kept books)."""
+        if self._kept is not None:
+            return []
         return [p for n in self._nodes if n.books is not None for p in n.books.problems]

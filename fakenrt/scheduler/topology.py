@@ -101,9 +101,8 @@ class NumaTopology:
             fingerprint=fingerprint,
             fingerprint_method=self.fingerprint_method,
         )
-        for name in _STATIC_CACHES:
-            if name in self.__dict__:
-                new.__dict__[name] = self.__dict__[name]
+        for name in _SHARED:
+            new.__dict__[name] = getattr(self, name)
         return new
 
     @cached_property
@@ -194,5 +193,6 @@ class NumaTopology:
         return {mask: total for rows in self.combinations.values() for _, mask, total in rows}
 
 
-#: The cached properties that depend only on the static part (not on ``available``).
-_STATIC_CACHES = ("static", "reported", "unaligned", "distances", "combinations", "mask_distances")
+#: The cached properties that depend only on the static part (not on ``available``):
+#: computed once and shared by :meth:`NumaTopology.with_available`.
+_SHARED = ("static", "reported", "unaligned", "distances", "combinations", "mask_distances")

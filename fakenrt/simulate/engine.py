@@ -158,6 +158,23 @@ class _ForeignRecord:
     observed: dict[str, str] = field(default_factory=dict)
 
 
+_Place = tuple[int, float, str]
+
+
+def _order(record: PodRecord) -> _Place:
+    """A pending pod's place in the scheduling queue: priority, then creation."""
+    return (-record.item.priority, record.created, record.uid)
+
+
+@dataclass(eq=False)
+class _Parked:
+    """Parked pods of one shape whose next attempt is at ``next_try``."""
+
+    next_try: float
+    shape: str
+    members: list[PodRecord]
+
+
 def _zones(annotations: Mapping[str, str], placement_key: str, groups_key: str) -> set[int]:
     """The zones a pod holds something in, by a placement + memory-groups pair."""
     placement = parse_placement(annotations.get(placement_key, "[]"))
@@ -267,6 +284,9 @@ class Simulation:
         # Pending pods by next attempt: (next_try, sequence, pod key).
         self._retries: list[tuple[float, int, str]] = []
         self._sequence = 0
+        # Parked pods (see _due_parked): groups by next attempt and shape.
+        self._parked_at: list[tuple[float, int, _Parked]] = []
+        self._parked_groups: dict[tuple[float, str], _Parked] = {}
         # Per workload pod, in arrival order, and every rejection: the run's outcomes.
         self._logs: list[_PodLog] = []
         self._rejections: list[Rejection] = []
@@ -426,49 +446,125 @@ class Simulation:
             record = self.pending.get(key)
             if record is not None and record.next_try == at:
                 ready.append(record)
-        ready.sort(key=lambda r: (-r.item.priority, r.created, r.uid))
-        if ready:
+        parked = self._due_parked(now)
+        if ready or parked:
             self.rec.cycles += 1
             if self.strategy.reads_lagged_nrt:
                 self._count_staleness(now)
             cycle = self._new_cycle()
-            for record in ready:
+            # Pods in the scheduling queue's order (priority, then creation).
+            queue = [(_order(r), r) for r in ready]
+            heapq.heapify(queue)
+            self._unpark(parked, queue, None)
+            while queue:
+                place, record = heapq.heappop(queue)
+                if cycle is None:
+                    cycle = SchedulingCycle.over(self.books) if self.books else self._scratch()
                 decision = cycle.schedule(record.spec, shape=record.shape)
                 if decision.node is None:
                     self._unschedulable(record, now)
                     continue
                 self._bind(record, decision)
+                if parked:
+                    self._unpark(parked, queue, place)
+            self._fail_parked(parked, now)
         if self.pending:
             earliest = self._earliest_retry()
             if earliest is not None:
                 self._arm_cycle(earliest)
 
-    def _new_cycle(self) -> SchedulingCycle:
-        """A cycle over the strategy's view as it is now: over the kept books, brought up
-        to date for the nodes that changed; without shortcuts, built from scratch."""
+    # A pod retried at the backoff's longest delay whose shape fits nowhere is *parked*:
+    # its attempts are counted in bulk with the other parked pods of its shape due at the
+    # same moment, as long as the shape still fits nowhere when they come up - decided as
+    # a cycle decides it (ClusterBooks.fits_nowhere: re-checked on the nodes that moved
+    # since) at their place in the queue. Results are exactly those of attempting each.
+
+    def _due_parked(self, now: float) -> list[_Parked]:
+        due = []
+        while self._parked_at and self._parked_at[0][0] <= now:
+            _, _, group = heapq.heappop(self._parked_at)
+            self._parked_groups.pop((group.next_try, group.shape), None)
+            due.append(group)
+        return due
+
+    def _unpark(
+        self, parked: list[_Parked], queue: list[tuple[_Place, PodRecord]], after: _Place | None
+    ) -> None:
+        """Due parked pods whose shape may fit now join the queue (those after ``after``,
+        the place of the last bind: the ones before it were attempted while the shape
+        still fitted nowhere)."""
+        if not parked or self.books is None:
+            return
+        for group in list(parked):
+            if self.books.fits_nowhere(group.members[0].spec, group.shape):
+                continue
+            stay = []
+            for record in group.members:
+                place = _order(record)
+                if after is not None and place < after:
+                    stay.append(record)
+                else:
+                    record.next_try = group.next_try
+                    heapq.heappush(queue, (place, record))
+            group.members = stay
+            if not stay:
+                parked.remove(group)
+
+    def _fail_parked(self, parked: list[_Parked], now: float) -> None:
+        """Parked pods attempted in this cycle while their shape fitted nowhere: counted,
+        and parked again for their next attempt."""
+        for group in parked:
+            if group.members:
+                self.rec.unschedulable_attempts += len(group.members)
+                self._check_attempts(now)
+                self._park(group.members, group.shape, now + self.backoff.maximum)
+
+    def _park(self, records: list[PodRecord], shape: str, next_try: float) -> None:
+        group = self._parked_groups.get((next_try, shape))
+        if group is None:
+            group = self._parked_groups[(next_try, shape)] = _Parked(next_try, shape, [])
+            self._sequence += 1
+            heapq.heappush(self._parked_at, (next_try, self._sequence, group))
+        group.members.extend(records)
+
+    def _new_cycle(self) -> SchedulingCycle | None:
+        """A cycle over the strategy's view as it is now. With the kept books: they are
+        brought up to date for the nodes that changed, and the cycle over them is made when
+        a pod is first scheduled (None until then); without shortcuts, built from scratch."""
         if self.books is None:
-            return SchedulingCycle(
-                ClusterSnapshot(nodes=self._node_snapshots()),
-                self.plugin,
-                reserve=self.strategy.reserve,
-                reuse=False,
-                node_pods=self._pods_by_node(),
-            )
+            return self._scratch()
         pods = self._pods_by_node()
         for name in self._changed:
             self.books.set_node(self._snapshot(name), pods[name])
         self._changed.clear()
-        return SchedulingCycle.over(self.books)
+        return None
+
+    def _scratch(self) -> SchedulingCycle:
+        """A cycle built from scratch, evaluating every pod on every node (no shortcuts)."""
+        return SchedulingCycle(
+            ClusterSnapshot(nodes=self._node_snapshots()),
+            self.plugin,
+            reserve=self.strategy.reserve,
+            reuse=False,
+            node_pods=self._pods_by_node(),
+        )
 
     def _unschedulable(self, record: PodRecord, now: float) -> None:
         self.rec.unschedulable_attempts += 1
+        self._check_attempts(now)
+        delay = self.backoff.failed(record.key, now)
+        record.next_try = now + delay
+        if self.books is not None and delay >= self.backoff.maximum:
+            self._park([record], record.shape, record.next_try)
+        else:
+            self._retry_at(record)
+
+    def _check_attempts(self, now: float) -> None:
         if self.rec.unschedulable_attempts > MAX_ATTEMPTS:
             raise LimitError(
                 f"{self.strategy.name}: more than {MAX_ATTEMPTS} failed scheduling attempts by "
                 f"{now:.0f}s of simulated time; shorten the duration or add nodes"
             )
-        record.next_try = now + self.backoff.failed(record.key, now)
-        self._retry_at(record)
 
     def _retry_at(self, record: PodRecord) -> None:
         """Queue the pod's next attempt (entries of pods bound or re-timed since are
@@ -477,13 +573,14 @@ class Simulation:
         heapq.heappush(self._retries, (record.next_try, self._sequence, record.key))
 
     def _earliest_retry(self) -> float | None:
+        earliest = self._parked_at[0][0] if self._parked_at else None
         while self._retries:
             at, _, key = self._retries[0]
             record = self.pending.get(key)
             if record is not None and record.next_try == at:
-                return at
+                return at if earliest is None else min(at, earliest)
             heapq.heappop(self._retries)
-        return None
+        return earliest
 
     def _bind(self, record: PodRecord, decision: Decision) -> None:
         node = decision.node
