@@ -35,6 +35,32 @@ class CpuAllocationError(ValueError):
     """Not enough CPUs to take."""
 
 
+class _View:
+    """The free CPUs grouped by NUMA node, socket and core (and which of those hold each
+    other's free CPUs), computed in one pass; valid until the next ``take``."""
+
+    def __init__(self, topo: CpuTopology, free: set[int]) -> None:
+        numa_of, socket_of, core_of = topo.numa_of, topo.socket_of, topo.core_of
+        self.by_numa: dict[int, set[int]] = {}
+        self.by_socket: dict[int, set[int]] = {}
+        self.by_core: dict[int, set[int]] = {}
+        self.sockets_in_numa: dict[int, set[int]] = {}
+        self.numas_in_socket: dict[int, set[int]] = {}
+        self.cores_in_socket: dict[int, set[int]] = {}
+        self.cores_in_numa: dict[int, set[int]] = {}
+        for cpu in free:
+            numa, socket, core = numa_of[cpu], socket_of[cpu], core_of[cpu]
+            self.by_numa.setdefault(numa, set()).add(cpu)
+            self.by_socket.setdefault(socket, set()).add(cpu)
+            self.by_core.setdefault(core, set()).add(cpu)
+            self.sockets_in_numa.setdefault(numa, set()).add(socket)
+            self.numas_in_socket.setdefault(socket, set()).add(numa)
+            self.cores_in_socket.setdefault(socket, set()).add(core)
+            self.cores_in_numa.setdefault(numa, set()).add(core)
+        self.numa_order: list[int] | None = None
+        self.socket_order: list[int] | None = None
+
+
 class _Accumulator:
     def __init__(
         self, topo: CpuTopology, available: frozenset[int], needed: int, *, spread: bool = False
@@ -46,6 +72,7 @@ class _Accumulator:
         self.spread = spread
         # NUMA nodes above sockets when there are at least as many sockets as NUMA nodes.
         self.numa_first = topo.num_sockets >= topo.num_numa_nodes
+        self._view: _View | None = None
 
     # -- views of the free CPUs ------------------------------------------------------
     def _free_in(
@@ -59,64 +86,70 @@ class _Accumulator:
                 out.setdefault(key, set()).add(cpu)
         return out
 
+    def view(self) -> _View:
+        if self._view is None:
+            self._view = _View(self.topo, self.free)
+        return self._view
+
     def _numa(self, cpu: int) -> int:
-        return self.topo.cpus[cpu].numa
+        return self.topo.numa_of[cpu]
 
     def _socket(self, cpu: int) -> int:
-        return self.topo.cpus[cpu].socket
+        return self.topo.socket_of[cpu]
 
     def _core(self, cpu: int) -> int:
-        return self.topo.cpus[cpu].core
+        return self.topo.core_of[cpu]
 
     @staticmethod
     def _sorted(groups: dict[int, set[int]], ids: Iterable[int]) -> list[int]:
         return sorted(ids, key=lambda i: (len(groups.get(i, ())), i))
 
     def sorted_numa_nodes(self) -> list[int]:
-        by_numa = self._free_in(self._numa)
-        if self.numa_first:
-            return self._sorted(by_numa, by_numa)
-        result: list[int] = []
-        for socket in self.sorted_sockets():
-            ids = {self._numa(c) for c in self.free if self._socket(c) == socket}
-            result.extend(self._sorted(by_numa, ids))
-        return result
+        view = self.view()
+        if view.numa_order is None:
+            if self.numa_first:
+                view.numa_order = self._sorted(view.by_numa, view.by_numa)
+            else:
+                order: list[int] = []
+                for socket in self.sorted_sockets():
+                    order.extend(self._sorted(view.by_numa, view.numas_in_socket[socket]))
+                view.numa_order = order
+        return list(view.numa_order)
 
     def sorted_sockets(self) -> list[int]:
-        by_socket = self._free_in(self._socket)
-        if not self.numa_first:
-            return self._sorted(by_socket, by_socket)
-        result: list[int] = []
-        for numa in self.sorted_numa_nodes():
-            ids = {self._socket(c) for c in self.free if self._numa(c) == numa}
-            result.extend(self._sorted(by_socket, ids))
-        return result
+        view = self.view()
+        if view.socket_order is None:
+            if not self.numa_first:
+                view.socket_order = self._sorted(view.by_socket, view.by_socket)
+            else:
+                order: list[int] = []
+                for numa in self.sorted_numa_nodes():
+                    order.extend(self._sorted(view.by_socket, view.sockets_in_numa[numa]))
+                view.socket_order = order
+        return list(view.socket_order)
 
     def sorted_cores(self) -> list[int]:
-        by_core = self._free_in(self._core)
+        view = self.view()
         result: list[int] = []
         if self.numa_first:
             for socket in self.sorted_sockets():
-                ids = {self._core(c) for c in self.free if self._socket(c) == socket}
-                result.extend(self._sorted(by_core, ids))
+                result.extend(self._sorted(view.by_core, view.cores_in_socket[socket]))
         else:
             for numa in self.sorted_numa_nodes():
-                ids = {self._core(c) for c in self.free if self._numa(c) == numa}
-                result.extend(self._sorted(by_core, ids))
+                result.extend(self._sorted(view.by_core, view.cores_in_numa[numa]))
         return result
 
     def sorted_cpus(self) -> list[int]:
         """``sortAvailableCPUsPacked`` (core by core) or ``sortAvailableCPUsSpread`` (per
         socket, in CPU id order)."""
         out: list[int] = []
+        view = self.view()
         if self.spread:
-            by_socket = self._free_in(self._socket)
             for socket in self.sorted_sockets():
-                out.extend(sorted(by_socket[socket]))
+                out.extend(sorted(view.by_socket[socket]))
             return out
-        by_core = self._free_in(self._core)
         for core in self.sorted_cores():
-            out.extend(sorted(by_core[core]))
+            out.extend(sorted(view.by_core[core]))
         return out
 
     def sorted_uncore_caches(self) -> list[int]:
@@ -135,6 +168,7 @@ class _Accumulator:
         self.result |= cpus
         self.free -= cpus
         self.needed -= len(cpus)
+        self._view = None
 
     def satisfied(self) -> bool:
         return self.needed < 1

@@ -22,6 +22,10 @@ class CpuTopology:
     uncore_cpus: Mapping[int, frozenset[int]] = field(init=False)
     #: CPU -> its uncore cache id (the socket when the profile gives none).
     uncore_of: Mapping[int, int] = field(init=False)
+    #: CPU -> its NUMA node, socket, core.
+    numa_of: Mapping[int, int] = field(init=False)
+    socket_of: Mapping[int, int] = field(init=False)
+    core_of: Mapping[int, int] = field(init=False)
 
     def __post_init__(self) -> None:
         numa: dict[int, set[int]] = {}
@@ -40,6 +44,9 @@ class CpuTopology:
         object.__setattr__(self, "core_cpus", {k: frozenset(v) for k, v in core.items()})
         object.__setattr__(self, "uncore_cpus", {k: frozenset(v) for k, v in uncore.items()})
         object.__setattr__(self, "uncore_of", uncore_of)
+        object.__setattr__(self, "numa_of", {c: i.numa for c, i in self.cpus.items()})
+        object.__setattr__(self, "socket_of", {c: i.socket for c, i in self.cpus.items()})
+        object.__setattr__(self, "core_of", {c: i.core for c, i in self.cpus.items()})
 
     @classmethod
     def from_profile(cls, profile: NodeProfile) -> CpuTopology:
