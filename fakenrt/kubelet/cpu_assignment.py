@@ -25,7 +25,8 @@ packed algorithm when it cannot (:func:`take_distributed`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import cached_property
 
 from fakenrt.kubelet.topology import CpuTopology
 from fakenrt.profiles.model import CpuPolicyOptions
@@ -36,29 +37,58 @@ class CpuAllocationError(ValueError):
 
 
 class _View:
-    """The free CPUs grouped by NUMA node, socket and core (and which of those hold each
-    other's free CPUs), computed in one pass; valid until the next ``take``."""
+    """The free CPUs grouped by NUMA node, socket and core, and which of those hold each
+    other's free CPUs - each computed when first asked, by intersecting the free set with
+    the topology's groups; valid until the next ``take``."""
 
     def __init__(self, topo: CpuTopology, free: set[int]) -> None:
-        numa_of, socket_of, core_of = topo.numa_of, topo.socket_of, topo.core_of
-        self.by_numa: dict[int, set[int]] = {}
-        self.by_socket: dict[int, set[int]] = {}
-        self.by_core: dict[int, set[int]] = {}
-        self.sockets_in_numa: dict[int, set[int]] = {}
-        self.numas_in_socket: dict[int, set[int]] = {}
-        self.cores_in_socket: dict[int, set[int]] = {}
-        self.cores_in_numa: dict[int, set[int]] = {}
-        for cpu in free:
-            numa, socket, core = numa_of[cpu], socket_of[cpu], core_of[cpu]
-            self.by_numa.setdefault(numa, set()).add(cpu)
-            self.by_socket.setdefault(socket, set()).add(cpu)
-            self.by_core.setdefault(core, set()).add(cpu)
-            self.sockets_in_numa.setdefault(numa, set()).add(socket)
-            self.numas_in_socket.setdefault(socket, set()).add(numa)
-            self.cores_in_socket.setdefault(socket, set()).add(core)
-            self.cores_in_numa.setdefault(numa, set()).add(core)
+        self.topo = topo
+        self.free = free
         self.numa_order: list[int] | None = None
         self.socket_order: list[int] | None = None
+
+    @staticmethod
+    def _groups(free: set[int], groups: Mapping[int, frozenset[int]]) -> dict[int, set[int]]:
+        out: dict[int, set[int]] = {}
+        for key, cpus in groups.items():
+            held = free & cpus
+            if held:
+                out[key] = held
+        return out
+
+    def _members(
+        self,
+        key: int,
+        members: Mapping[int, tuple[int, ...]],
+        pairs: Mapping[tuple[int, int], frozenset[int]],
+    ) -> set[int]:
+        """The groups of ``members[key]`` that hold free CPUs of group ``key``."""
+        free = self.free
+        return {m for m in members.get(key, ()) if not free.isdisjoint(pairs[(key, m)])}
+
+    @cached_property
+    def by_numa(self) -> dict[int, set[int]]:
+        return self._groups(self.free, self.topo.numa_cpus)
+
+    @cached_property
+    def by_socket(self) -> dict[int, set[int]]:
+        return self._groups(self.free, self.topo.socket_cpus)
+
+    @cached_property
+    def by_core(self) -> dict[int, set[int]]:
+        return self._groups(self.free, self.topo.core_cpus)
+
+    def sockets_in_numa(self, numa: int) -> set[int]:
+        return self._members(numa, self.topo.sockets_of_numa, self.topo.numa_socket_cpus)
+
+    def numas_in_socket(self, socket: int) -> set[int]:
+        return self._members(socket, self.topo.numas_of_socket, self.topo.socket_numa_cpus)
+
+    def cores_in_socket(self, socket: int) -> set[int]:
+        return self._members(socket, self.topo.cores_of_socket, self.topo.socket_core_cpus)
+
+    def cores_in_numa(self, numa: int) -> set[int]:
+        return self._members(numa, self.topo.cores_of_numa, self.topo.numa_core_cpus)
 
 
 class _Accumulator:
@@ -112,7 +142,7 @@ class _Accumulator:
             else:
                 order: list[int] = []
                 for socket in self.sorted_sockets():
-                    order.extend(self._sorted(view.by_numa, view.numas_in_socket[socket]))
+                    order.extend(self._sorted(view.by_numa, view.numas_in_socket(socket)))
                 view.numa_order = order
         return list(view.numa_order)
 
@@ -124,7 +154,7 @@ class _Accumulator:
             else:
                 order: list[int] = []
                 for numa in self.sorted_numa_nodes():
-                    order.extend(self._sorted(view.by_socket, view.sockets_in_numa[numa]))
+                    order.extend(self._sorted(view.by_socket, view.sockets_in_numa(numa)))
                 view.socket_order = order
         return list(view.socket_order)
 
@@ -133,10 +163,10 @@ class _Accumulator:
         result: list[int] = []
         if self.numa_first:
             for socket in self.sorted_sockets():
-                result.extend(self._sorted(view.by_core, view.cores_in_socket[socket]))
+                result.extend(self._sorted(view.by_core, view.cores_in_socket(socket)))
         else:
             for numa in self.sorted_numa_nodes():
-                result.extend(self._sorted(view.by_core, view.cores_in_numa[numa]))
+                result.extend(self._sorted(view.by_core, view.cores_in_numa(numa)))
         return result
 
     def sorted_cpus(self) -> list[int]:

@@ -26,6 +26,16 @@ class CpuTopology:
     numa_of: Mapping[int, int] = field(init=False)
     socket_of: Mapping[int, int] = field(init=False)
     core_of: Mapping[int, int] = field(init=False)
+    #: How the groups overlap: group -> the other kind's groups sharing CPUs with it, and
+    #: (group, other) -> the CPUs they share (NUMA node / socket / core).
+    sockets_of_numa: Mapping[int, tuple[int, ...]] = field(init=False)
+    numas_of_socket: Mapping[int, tuple[int, ...]] = field(init=False)
+    cores_of_socket: Mapping[int, tuple[int, ...]] = field(init=False)
+    cores_of_numa: Mapping[int, tuple[int, ...]] = field(init=False)
+    numa_socket_cpus: Mapping[tuple[int, int], frozenset[int]] = field(init=False)
+    socket_numa_cpus: Mapping[tuple[int, int], frozenset[int]] = field(init=False)
+    socket_core_cpus: Mapping[tuple[int, int], frozenset[int]] = field(init=False)
+    numa_core_cpus: Mapping[tuple[int, int], frozenset[int]] = field(init=False)
 
     def __post_init__(self) -> None:
         numa: dict[int, set[int]] = {}
@@ -47,6 +57,29 @@ class CpuTopology:
         object.__setattr__(self, "numa_of", {c: i.numa for c, i in self.cpus.items()})
         object.__setattr__(self, "socket_of", {c: i.socket for c, i in self.cpus.items()})
         object.__setattr__(self, "core_of", {c: i.core for c, i in self.cpus.items()})
+        pairs: dict[str, dict[tuple[int, int], set[int]]] = {
+            "numa_socket": {},
+            "socket_numa": {},
+            "socket_core": {},
+            "numa_core": {},
+        }
+        for cpu, info in self.cpus.items():
+            pairs["numa_socket"].setdefault((info.numa, info.socket), set()).add(cpu)
+            pairs["socket_numa"].setdefault((info.socket, info.numa), set()).add(cpu)
+            pairs["socket_core"].setdefault((info.socket, info.core), set()).add(cpu)
+            pairs["numa_core"].setdefault((info.numa, info.core), set()).add(cpu)
+        for kind, members in (
+            ("numa_socket", "sockets_of_numa"),
+            ("socket_numa", "numas_of_socket"),
+            ("socket_core", "cores_of_socket"),
+            ("numa_core", "cores_of_numa"),
+        ):
+            shared = {key: frozenset(cpus) for key, cpus in pairs[kind].items()}
+            object.__setattr__(self, f"{kind}_cpus", shared)
+            grouped: dict[int, list[int]] = {}
+            for group, other in sorted(shared):
+                grouped.setdefault(group, []).append(other)
+            object.__setattr__(self, members, {k: tuple(v) for k, v in grouped.items()})
 
     @classmethod
     def from_profile(cls, profile: NodeProfile) -> CpuTopology:

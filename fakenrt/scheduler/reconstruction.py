@@ -251,6 +251,8 @@ def _single_blocks(amounts: Mapping[int, Mapping[str, int]]) -> list[frozenset[i
 _PARSED_LIMIT = 1 << 16
 _parsed_amounts: dict[str, dict[int, dict[str, int]]] = {}
 _parsed_groups: dict[str, tuple[MemoryGroup, ...] | None] = {}
+#: Placements without a multi-zone group, by (placement value, groups value, zone ids).
+_single_zone_placements: dict[tuple[str, str | None, tuple[int, ...]], Placement] = {}
 
 
 def _zone_amounts(value: str, where: str) -> dict[int, dict[str, int]]:
@@ -297,18 +299,26 @@ def _annotated(
     """A placement from a pair of annotations (observed or predicted, the same rule): the
     per-zone amounts (memory there is single-NUMA blocks) and the memory groups, each group
     over several nodes spread over its zones lowest id first, as the Memory Manager fills
-    them."""
+    them. Without a group over several zones the placement depends on the two values and
+    the zones only, and is taken from the ones already read."""
+    value = pod.annotations.get(placement_key, "[]")
+    raw_groups = pod.annotations.get(groups_key)
+    known = (value, raw_groups, topology.zone_ids)
+    cached = _single_zone_placements.get(known)
+    if cached is not None:
+        return cached
     where = f"pod {pod.key}: annotation {placement_key}"
     # No placement annotation next to a memory-groups one: the pod holds nothing per zone
     # (multi-zone memory, if any, is in the groups).
-    amounts = _zone_amounts(pod.annotations.get(placement_key, "[]"), where)
+    amounts = _zone_amounts(value, where)
     blocks = _single_blocks(amounts)
-    raw_groups = pod.annotations.get(groups_key)
+    spread = False
     if raw_groups is not None:
         gwhere = f"pod {pod.key}: annotation {groups_key}"
         for group in _memory_groups(raw_groups, gwhere) or ():
             if len(group.numa_ids) < 2:
                 continue  # single-NUMA blocks are already in the placement
+            spread = True
             ids = sorted(group.numa_ids)
             for z in ids:
                 if z not in free:
@@ -325,6 +335,10 @@ def _annotated(
                 blocks.append(frozenset(ids))
     placement = Placement(amounts=amounts, memory_blocks=tuple(blocks))
     _check_zones(placement, topology, where)
+    if not spread:
+        if len(_single_zone_placements) >= _PARSED_LIMIT:
+            _single_zone_placements.clear()
+        _single_zone_placements[known] = placement
     return placement
 
 
