@@ -45,7 +45,7 @@ from fakenrt.controller.effects import (
 )
 from fakenrt.controller.fleet import Fleet
 from fakenrt.controller.nodeobjects import NodeIdentity
-from fakenrt.controller.pods import RUN_DURATION_ANNOTATION
+from fakenrt.controller.pods import RUN_DURATION_ANNOTATION, ObservedPod
 from fakenrt.controller.settings import ControllerSettings
 from fakenrt.kubelet.allocation import PodAllocation
 from fakenrt.podresources_report import DeviceNuma, allocation_zones, device_numa, pod_report
@@ -134,7 +134,8 @@ class PodRecord:
     observed: dict[str, str] = field(default_factory=dict)
     started: float | None = None
     next_try: float = 0.0
-    manifest: dict[str, Any] = field(default_factory=dict)
+    #: The pod as the controller core saw it bound.
+    seen: ObservedPod | None = None
     shape: str = ""
     key: str = ""
 
@@ -224,6 +225,8 @@ class Simulation:
         #: Each node's NRT as typed values (no rendering and parsing per change).
         self._views = {n: NrtView(p) for n, p in self.profiles.items()}
         self._requests: dict[str, Mapping[str, Decimal]] = {}
+        self._images: dict[str, dict[str, str]] = {}
+        self._expected: dict[tuple[str, bool], frozenset[str]] = {}
         #: Nodes whose view or pods changed since the books last saw them.
         self._changed: set[str] = set(self.names) if shortcuts else set()
         controller = ControllerSettings(
@@ -403,7 +406,35 @@ class Simulation:
         self._retry_at(record)
         self._arm_cycle(self.clock.now)
 
+    def _seen(self, record: PodRecord, node: str) -> ObservedPod:
+        """The bound pod as the controller core's watch reads it (``observe_pod`` of the
+        Pod object :meth:`_manifest` describes), made from the values at hand."""
+        annotations = {RUN_DURATION_ANNOTATION: format(record.item.duration, ".3f")}
+        if record.predicted is not None:
+            annotations.update(record.predicted)
+        spec = replace(record.spec, uid=record.uid, node_name=node, annotations=annotations)
+        images = self._images.get(record.item.key)
+        if images is None:
+            raw = record.item.manifest["spec"]
+            images = self._images[record.item.key] = {
+                str(c.get("name")): str(c.get("image") or "")
+                for c in (*(raw.get("initContainers") or ()), *(raw.get("containers") or ()))
+            }
+        return ObservedPod(
+            namespace=spec.namespace,
+            name=spec.name,
+            uid=record.uid,
+            node=node,
+            phase=record.phase,
+            deleting=False,
+            created=0.0,
+            spec=spec,
+            run_duration=annotations[RUN_DURATION_ANNOTATION],
+            images=images,
+        )
+
     def _manifest(self, record: PodRecord, node: str) -> dict[str, Any]:
+        """The Pod object of a bound pod, as the API server shows it."""
         base = record.item.manifest
         meta = dict(base.get("metadata") or {})
         annotations = dict(meta.get("annotations") or {})
@@ -600,8 +631,8 @@ class Simulation:
         self.rec.pending_times.append(now - record.created)
         self.bound[record.key] = record
         self._set_member(record)
-        record.manifest = self._manifest(record, node)
-        self._apply(self.fleet.pod_event("ADDED", record.manifest))
+        record.seen = self._seen(record, node)
+        self._apply(self.fleet.pod_seen("ADDED", record.seen))
 
     def _node_snapshots(self) -> tuple[NodeSnapshot, ...]:
         """Every node as the strategy sees it; the same tuple while nothing changed."""
@@ -711,8 +742,8 @@ class Simulation:
             elif isinstance(effect, CreatePod):
                 created.append(self._create(effect))
         for record in finished:
-            record.manifest["status"] = {"phase": record.phase}
-            self._apply(self.fleet.pod_event("DELETED", record.manifest))
+            assert record.seen is not None
+            self._apply(self.fleet.pod_seen("DELETED", replace(record.seen, phase=record.phase)))
         for foreign in created:
             # The watch delivers the new pod to the controller core.
             self._apply(self.fleet.pod_event("ADDED", foreign.manifest))
@@ -843,10 +874,7 @@ class Simulation:
                 continue
             # What the node's podresources lists for the pod, as the exporter's values.
             report = pod_report(allocation, self.device_numa[name])
-            view = pod_view(record.manifest)
-            expected = view.expected_memory_containers(
-                memory_manager_static=self.memory_static[name]
-            )
+            expected = self._expected_memory(record, name)
             placement = derive_placement(
                 report, self.cpu_maps[name], expected_memory_containers=expected
             )
@@ -857,6 +885,22 @@ class Simulation:
                 if _predicted_zones(record.predicted) == _observed_zones(record.observed):
                     self.rec.agreed += 1
             self._set_member(record)
+
+    def _expected_memory(self, record: PodRecord | _ForeignRecord, name: str) -> frozenset[str]:
+        """The containers the exporter expects memory blocks from (its own rule, from the
+        Pod object), the same for every pod of a shape."""
+        static = self.memory_static[name]
+        known = self._expected.get((record.shape, static))
+        if known is None:
+            manifest = (
+                record.manifest
+                if isinstance(record, _ForeignRecord)
+                else self._manifest(record, record.node)
+            )
+            view = pod_view(manifest)
+            known = view.expected_memory_containers(memory_manager_static=static)
+            self._expected[(record.shape, static)] = known
+        return known
 
     # ---- samples ----------------------------------------------------------------------
 
