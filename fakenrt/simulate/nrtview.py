@@ -22,19 +22,6 @@ from fakenrt.profiles.model import NodeProfile
 from fakenrt.scheduler.nrt import read_nrt
 from fakenrt.scheduler.topology import NumaTopology
 
-#: Fingerprints by pod set: a node publishes a set again whenever it changes back.
-_FINGERPRINT_LIMIT = 1 << 16
-_fingerprints: dict[tuple[str, ...], str] = {}
-
-
-def _fingerprint(pods: tuple[str, ...]) -> str:
-    known = _fingerprints.get(pods)
-    if known is None:
-        if len(_fingerprints) >= _FINGERPRINT_LIMIT:
-            _fingerprints.clear()
-        known = _fingerprints[pods] = fingerprint_keys(pods)
-    return known
-
 
 class NrtView:
     """One node's published NRT as typed values."""
@@ -52,4 +39,4 @@ class NrtView:
             }
             for z in self.template.zones
         }
-        return self.template.with_available(available, fingerprint=_fingerprint(snapshot.pods))
+        return self.template.with_available(available, fingerprint=fingerprint_keys(snapshot.pods))
