@@ -1,6 +1,6 @@
 # The two commands a new user needs:
 #   make demo   set up the virtualenv and run the main job
-#   make test   set up, build (or reuse) the control-plane binaries and kubectl, install
+#   make test   set up, build (or reuse) the control-plane binaries, kubectl and helm, install
 #               promtool/prometheus and headless Chromium if missing, run every gate and
 #               test, then the Kind tests (builds the offline Kind node image on first use:
 #               see docs/kind.md; the cluster is deleted at the end)
@@ -12,7 +12,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck imports kind-check pytest kind-test image kind-up kind-down controlplane protos bench clean kubectl promtool rules
+.PHONY: demo test lint typecheck imports kind-check pytest kind-test scorecard scorecard-ci scorecard-kind image kind-up kind-down controlplane protos bench clean kubectl helm promtool rules schedulers
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required (set PYTHON=...)")'
@@ -38,10 +38,21 @@ demo: $(VENV)/.installed-runtime
 controlplane:
 	@tests/controlplane/build.sh >/dev/null
 
+# The binaries of every scheduler adapter (schedulers/, docs/schedulers/README.md): KAI,
+# scheduler-plugins, the control plane's kube-scheduler. Cached by source under
+# ~/.cache/numa-testkit (cold: several minutes each; warm: instant).
+schedulers: $(VENV)/.installed-dev
+	$(BIN)/python -m schedulers.building
+
 # kubectl at the control plane's pinned version (manifest tests; after controlplane, so
 # the Go caches are warm), and promtool + prometheus (Debian's package; apt-get if missing).
 kubectl: controlplane
 	@tests/controlplane/build-kubectl.sh >/dev/null
+
+# helm at the version pinned in tests/helm/go.mod (the chart tests; after kubectl, so
+# the Go caches are warm).
+helm: kubectl
+	@tests/helm/build.sh >/dev/null
 
 promtool:
 	@tests/prometheus/install.sh >/dev/null
@@ -66,34 +77,73 @@ kind-check:
 	kind/shellcheck.sh
 	cd kind/runc-wrapper && go vet ./... && go test -count=1 ./...
 
+# The installs users get, for tests/test_install.py and tests/test_docs.py: make demo's
+# environment (build/venv-runtime, the fakenrt extra) and pip install numa-testkit's
+# (build/venv-base, no extra): tests/setup/venv.sh.
+# Every test but the e2e scenarios on the local control plane: make scorecard-ci runs those,
+# for every scheduler adapter at once (docs/scorecard.md).
 pytest: $(VENV)/.installed-dev
+	NUMA_TESTKIT_RUNTIME_VENV="$$(PYTHON=$(PYTHON) tests/setup/venv.sh runtime)" \
+	NUMA_TESTKIT_BASE_VENV="$$(PYTHON=$(PYTHON) tests/setup/venv.sh base)" \
 	NUMA_TESTKIT_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" \
 	NUMA_TESTKIT_KUBECTL="$$(tests/controlplane/build-kubectl.sh)" \
+	NUMA_TESTKIT_HELM="$$(tests/helm/build.sh)" \
 	NUMA_TESTKIT_PROMETHEUS_BIN="$$(tests/prometheus/install.sh)" \
 	NUMA_TESTKIT_CHROMIUM="$$(tests/setup/chromium.sh)" \
-	$(BIN)/pytest
+	$(BIN)/pytest -m 'not scenario'
 
-# The e2e scenarios a-f on Kind (tests/e2e --kind: the components deployed in-cluster
-# from the manifests), then the tests marked `kind` (scenario g, tests/kind/), in one
+# The scorecard (docs/scorecard.md): the e2e scenarios a-h against every scheduler adapter
+# (schedulers/), with and without the exporter, at NRT lag 0 and 5 s +- 3 s, on the local
+# control plane, several cells at once; writes build/scorecard/scorecard.json and .html and
+# fails only when an assertion fails (findings never do). scorecard-ci is its CI part:
+# every scheduler's default mode on every scenario in its default variant plus the cells the
+# assertions need. CELL=<adapter>/<scenario>/<variant> reruns one cell (into
+# build/scorecard/cells/); SCORECARD_ARGS adds options (e.g. --scheduler kai --jobs 2).
+SCORECARD = NUMA_TESTKIT_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" \
+	$(BIN)/python -m tests.scorecard $(if $(CELL),--cell $(CELL)) $(SCORECARD_ARGS)
+
+scorecard: $(VENV)/.installed-dev
+	$(SCORECARD) --matrix full
+
+scorecard-ci: $(VENV)/.installed-dev
+	$(SCORECARD) --matrix ci
+
+# The CI part with the components in-cluster on a Kind cluster (one cell at a time).
+scorecard-kind: $(VENV)/.installed-dev
+	kind/build-node-image.sh >/dev/null
+	$(SCORECARD) --matrix ci --kind
+
+# The e2e scenarios a-h on Kind (tests/e2e --kind: the components deployed in-cluster
+# from the manifests), then the tests marked `kind` (tests/kind/: the exporter on the Kind
+# node's real kubelet), in one
 # session on one cluster. Then, on a cluster of real-kubelet workers, the e2e scenarios
-# a-f on real kubelets (--real-kubelet) and the real-kubelet oracle, in one session
+# a-h on real kubelets (--real-kubelet) and the real-kubelet oracle, in one session
 # sharing that cluster. The node image is built first, with its progress lines, so
 # that pytest's per-test timeout covers only the cluster (kind/up.sh, which also builds
 # and loads the project image) and the tests.
 kind-test: $(VENV)/.installed-dev
 	@echo "== kind: Docker engine and offline node image (cached; the first build takes 15-30 min, see docs/kind.md)"
 	kind/build-node-image.sh >/dev/null
-	@echo "== kind: tests (cluster up with the project image, scenarios a-f in-cluster, scenario g, cluster deleted)"
-	$(BIN)/pytest --kind -m 'kind or controlplane' tests/e2e tests/kind
-	@echo "== kind: real kubelets v1.36.3 on fake NUMA topologies (one cluster): the e2e scenarios a-f (docs/e2e.md), then the oracle - 13 fixed + 50 seeded random scenarios (docs/real-kubelet.md), then fakenrt nrt publish on 3 of them (docs/nrt.md)"
+	@echo "== kind: tests (cluster up with the project image, scenarios a-h in-cluster, the exporter on the real kubelet, cluster deleted)"
+	NUMA_TESTKIT_HELM="$$(tests/helm/build.sh)" $(BIN)/pytest --kind -m 'kind or controlplane' tests/e2e tests/kind
+	@echo "== kind: real kubelets v1.36.3 on fake NUMA topologies (one cluster): the e2e scenarios a-h (docs/e2e.md), then the oracle - 13 fixed + 50 seeded random scenarios (docs/real-kubelet.md), then fakenrt nrt publish on 3 of them (docs/nrt.md)"
 	$(BIN)/pytest --kind --real-kubelet -m 'kind or controlplane' tests/e2e tests/realnode tests/nrtpub/test_real_kubelet.py
 
+# The schedulers' Go builds (cold: KAI about 9 minutes, scheduler-plugins 3) run in the
+# background, niced, beside the gates and the Python tests; the scorecard waits for them
+# (each build script holds a lock while it builds) or builds what they could not.
 test: $(VENV)/.installed-dev
 	tests/controlplane/build.sh >/dev/null
+	@mkdir -p build
+	@echo "== schedulers: building the adapters' binaries in the background (build/schedulers-build.log)"
+	nice -n 10 $(BIN)/python -m schedulers.building >build/schedulers-build.log 2>&1 &
 	tests/controlplane/build-kubectl.sh >/dev/null
+	tests/helm/build.sh >/dev/null
 	tests/prometheus/install.sh >/dev/null
 	tests/setup/chromium.sh >/dev/null
-	$(MAKE) --no-print-directory lint typecheck imports rules kind-check pytest kind-test
+	$(MAKE) --no-print-directory lint typecheck imports rules kind-check pytest
+	$(BIN)/python -m schedulers.building >/dev/null
+	$(MAKE) --no-print-directory scorecard-ci kind-test
 
 image: $(VENV)/.installed-runtime
 	kind/image.sh $(BIN)/python
@@ -111,4 +161,4 @@ bench: $(VENV)/.installed-runtime
 	for script in benchmarks/bench_*.py; do echo "== $$script"; $(BIN)/python "$$script"; done
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) build/venv-runtime build/venv-base .mypy_cache .ruff_cache .pytest_cache

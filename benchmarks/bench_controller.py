@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from exporter.kubeclient import KubeClient
-from exporter.kubeconfig import ClusterConfig
+from exporter.kubesettings import ClusterConfig
 from fakenrt.controller.effects import PublishNrt
 from fakenrt.controller.fleet import Fleet
 from fakenrt.controller.nodeobjects import NodeIdentity
@@ -104,7 +104,7 @@ from concurrent.futures import ThreadPoolExecutor
 sys.path.insert(0, {repo!r})
 from pathlib import Path
 from exporter.kubeclient import KubeClient, path
-from exporter.kubeconfig import ClusterConfig
+from exporter.kubesettings import ClusterConfig
 from benchmarks.bench_controller import NAMESPACE, pod
 config = ClusterConfig(server={server!r}, ca_file=Path({ca!r}), token={token!r})
 kube = KubeClient(config, read_timeout_s=30, pool_size=8)

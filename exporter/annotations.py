@@ -11,6 +11,10 @@ reconstruction, and the fake kubelet's tests compare against them. Format
 
       [{"zone":"node-0","amount":{"cpu":"8","memory":"17179869184","nvidia.com/gpu":"2"}}]
 
+  Amount keys are resource names (``cpu``, memory types, device-plugin resources) and,
+  for DRA devices, the driver's name (``"gpu.nvidia.com":"1"``: a DNS subdomain without
+  ``/``, so never a device-plugin resource; docs/exporter.md, "DRA devices").
+
 * memory groups (observed and predicted): one entry per distinct NUMA-node set of the
   pod's memory blocks (single-node sets included), amounts summed per memory type; ``[]``
   = complete with no groups, ``null`` = incomplete or invalid observation, annotation

@@ -1,36 +1,40 @@
-"""The project's one Kubernetes API client: plain JSON dicts over HTTP/1.1
-(``exporter.httpclient``, standard library only).
+"""The project's one Kubernetes API client: JSON dicts on API paths, over the official
+``kubernetes`` library's ``ApiClient`` (its REST layer: urllib3 connection pools, TLS,
+timeouts).
 
 Every component that talks to the API server (numa-exporter, the fake-node controller,
-the NUMA scheduler loop) uses this client. It deliberately does not import the
-``kubernetes`` package: that import alone costs ~20 MiB of resident memory on every node
-running the exporter, and its generated model classes cost more CPU than the rest of the
-controller at 500 nodes. Configuration comes from ``exporter.kubeconfig`` (a kubeconfig
-file or the in-cluster ServiceAccount).
+the NUMA scheduler loop, NRT publishing, the harness) uses this module's
+:class:`KubeClient`. It sends raw API paths with the headers it chooses through
+``ApiClient.call_api`` and decodes the answers itself, so objects stay plain dicts (the
+library's generated models cost ~8x the CPU per watch event) and a patch can ask for the
+object's metadata only (:data:`METADATA_JSON`). Configuration comes from
+``exporter.kubesettings`` (kubeconfig or in-cluster, bounded), the bearer token from
+``exporter.kubetoken`` (token files re-read, exec plugins renewed).
 
 Errors are mapped by HTTP status to ``exporter.kubeerrors`` (raised ``from`` the cause
 for connection failures); garbled answers and watch ``ERROR`` events are mapped the same
-way, so callers catch one hierarchy whatever the call.
+way, so callers catch one hierarchy whatever the call. Answers are bounded
+(:data:`MAX_BODY`, and :data:`MAX_LINE` per watch event).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-import ssl
-import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import urllib3
+from kubernetes.client import ApiClient, Configuration
+from kubernetes.client.exceptions import ApiException
 
 from exporter import __version__
-from exporter.httpclient import HttpClient, HttpError, Stream
-from exporter.kubeconfig import ClusterConfig
 from exporter.kubeerrors import ApiError, Transient, error_for_status
-
-if TYPE_CHECKING:  # imported when an exec plugin is configured: start-up CPU
-    from exporter.execcredential import ExecCredential, ExecPlugin
+from exporter.kubesettings import ClusterConfig
+from exporter.kubetoken import BearerToken, CredentialError
 
 JSON = "application/json"
 #: Only the object's metadata in the answer (a ``PartialObjectMetadata``): what client-go's
@@ -42,10 +46,11 @@ JSON_PATCH = "application/json-patch+json"
 
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
 DEFAULT_READ_TIMEOUT_S = 10.0
-TOKEN_REREAD_S = 60.0
-#: An exec plugin's token is renewed this long before it expires.
-EXEC_REFRESH_MARGIN_S = 60.0
 LIST_PAGE = 500
+#: The largest answer read into memory (a list page of 500 big pods is a few MiB).
+MAX_BODY = 256 * 1024 * 1024
+#: The largest watch event (one object; etcd stores at most 1.5 MiB per object).
+MAX_LINE = 16 * 1024 * 1024
 _PLAIN = re.compile(r"[A-Za-z0-9._~-]*")
 
 Query = Mapping[str, str] | Sequence[tuple[str, str]]
@@ -61,27 +66,73 @@ def path(*parts: str) -> str:
     return "/" + "/".join(_quote(p) for p in parts)
 
 
-def _ssl_context(config: ClusterConfig) -> ssl.SSLContext:
-    if config.insecure_skip_tls_verify:
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    else:
-        context = ssl.create_default_context(
-            cafile=str(config.ca_file) if config.ca_file else None, cadata=config.ca_data
-        )
-    if config.client_cert_file and config.client_key_file:
-        context.load_cert_chain(str(config.client_cert_file), str(config.client_key_file))
-    return context
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def _configuration(config: ClusterConfig, pool_size: int) -> Configuration:
+    configuration = Configuration(host=config.server)
+    configuration.ssl_ca_cert = str(config.ca_file) if config.ca_file else None
+    configuration.ca_cert_data = config.ca_data
+    configuration.verify_ssl = not config.insecure_skip_tls_verify
+    configuration.cert_file = str(config.client_cert_file) if config.client_cert_file else None
+    configuration.key_file = str(config.client_key_file) if config.client_key_file else None
+    configuration.tls_server_name = config.tls_server_name
+    configuration.proxy = config.proxy_url
+    # callers retry with their own backoff; urllib3's immediate retries would multiply
+    # the requests an unreachable or overloaded server gets
+    configuration.retries = False
+    configuration.connection_pool_maxsize = pool_size
+    return configuration
+
+
+def _read_body(raw: Any, what: str) -> bytes:
+    """The whole answer of a urllib3 response, at most MAX_BODY bytes."""
+    length = raw.headers.get("content-length")
+    if length is not None and length.isdigit():
+        if int(length) > MAX_BODY:
+            raise Transient(0, f"{what}: the answer is larger than {MAX_BODY >> 20} MiB")
+        return bytes(raw.read())
+    parts, total = [], 0
+    for chunk in raw.stream(65536):
+        total += len(chunk)
+        if total > MAX_BODY:
+            raise Transient(0, f"{what}: the answer is larger than {MAX_BODY >> 20} MiB")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _lines(raw: Any, what: str) -> Iterator[bytes]:
+    """The non-empty lines of a streamed answer (one watch event each), bounded."""
+    pending = b""
+    for chunk in raw.stream(65536):
+        pending += chunk
+        if b"\n" not in chunk:
+            if len(pending) > MAX_LINE:
+                raise Transient(0, f"{what}: an event larger than {MAX_LINE >> 20} MiB")
+            continue
+        *complete, pending = pending.split(b"\n")
+        yield from (line for line in complete if line.strip())
+    if pending.strip():
+        yield pending
+
+
+class WatchStream:
+    """An open watch; ``shutdown()`` ends it from another thread (a blocked read returns)."""
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+
+    def shutdown(self) -> None:
+        with contextlib.suppress(Exception):  # already released or closed: nothing to end
+            self._raw.shutdown()
 
 
 class KubeClient:
     """JSON requests to one API server with a bearer token and/or a client certificate.
 
-    Thread-safe: one connection pool of ``pool_size`` connections is shared by all
-    callers. A ``tokenFile`` (the projected ServiceAccount token) is re-read every minute
-    so rotation is picked up. Raises ``ssl.SSLError``/``OSError`` at construction when
-    the TLS files cannot be loaded.
+    Thread-safe: the library's connection pool (``pool_size`` connections kept) is
+    shared by all callers; a watch holds one connection while it streams.
     """
 
     def __init__(
@@ -94,64 +145,27 @@ class KubeClient:
         user_agent: str = f"numa-testkit/{__version__}",
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
-        run_exec: Callable[[ExecPlugin], ExecCredential] | None = None,
     ) -> None:
         self.config = config
         self.connect_timeout_s = connect_timeout_s
         self.read_timeout_s = read_timeout_s
         self._user_agent = user_agent
-        self._clock = clock
-        self._token: str | None = config.token
-        self._token_read_at = float("-inf")
-        self._token_refresh_at = float("-inf")
-        self._wall_clock = wall_clock
-        self._run_exec = run_exec
-        self._lock = threading.Lock()
-        self._http = HttpClient(
-            config.server,
-            ssl_context=_ssl_context(config) if config.server.startswith("https") else None,
-            pool_size=pool_size,
-        )
+        self._token = BearerToken(config, clock=clock, wall_clock=wall_clock)
+        if config.insecure_skip_tls_verify:  # chosen in the kubeconfig: not a warning per call
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+        #: the library's client (its typed APIs work on it too)
+        self.api_client = ApiClient(_configuration(config, pool_size))
+        self._server = config.server.rstrip("/")
 
     def close(self) -> None:
         """Close the pooled connections."""
-        self._http.close()
+        self.api_client.close()
 
-    def _authorization(self) -> dict[str, str]:
-        if self.config.exec_plugin is not None:
-            self._exec_token()
-        elif self.config.token_file is not None:
-            with self._lock:
-                if self._clock() - self._token_read_at >= TOKEN_REREAD_S:
-                    try:
-                        self._token = self.config.token_file.read_text().strip()
-                        self._token_read_at = self._clock()
-                    except OSError as exc:
-                        raise Transient(
-                            0, f"cannot read token {self.config.token_file}: {exc}"
-                        ) from exc
-        return {"Authorization": f"Bearer {self._token}"} if self._token else {}
-
-    def _exec_token(self) -> None:
-        """Run the kubeconfig's exec plugin when there is no token yet, or it expires within
-        EXEC_REFRESH_MARGIN_S, or the API server refused it (401)."""
-        from exporter.execcredential import ExecCredentialError, run_exec_plugin
-
-        plugin = self.config.exec_plugin
-        assert plugin is not None
-        with self._lock:
-            if self._token is not None and self._clock() < self._token_refresh_at:
-                return
-            try:
-                credential = (self._run_exec or run_exec_plugin)(plugin)
-            except ExecCredentialError as exc:
-                raise Transient(0, str(exc)) from exc
-            self._token = credential.token
-            if credential.expires_at is None:
-                self._token_refresh_at = float("inf")
-            else:
-                left = credential.expires_at - self._wall_clock() - EXEC_REFRESH_MARGIN_S
-                self._token_refresh_at = self._clock() + max(0.0, left)
+    def check_credentials(self) -> None:
+        """Get the bearer token now (read its file, run the exec plugin): a command
+        refuses an unusable credential at start, in one line, rather than on every
+        request. Raises :class:`~exporter.kubetoken.CredentialError`."""
+        self._token.current()
 
     def _send(
         self,
@@ -163,41 +177,41 @@ class KubeClient:
         body: Any,
         content_type: str,
         read_timeout_s: float | None,
-        stream: bool,
-        accept: str = JSON,
+        accept: str,
     ) -> Any:
-        target = url_path
+        """The urllib3 response of a successful call (its body not read yet)."""
+        url = self._server + url_path
         pairs = list(query.items()) if isinstance(query, Mapping) else list(query)
         if pairs:
-            target += "?" + urllib.parse.urlencode(pairs)
-        headers = {"Accept": accept, "User-Agent": self._user_agent, **self._authorization()}
-        payload = b""
-        if body is not None:
-            payload = json.dumps(body).encode()
-            headers["Content-Type"] = content_type
-        timeouts = {
-            "connect_timeout_s": self.connect_timeout_s,
-            "read_timeout_s": read_timeout_s or self.read_timeout_s,
-        }
+            url += "?" + urllib.parse.urlencode(pairs)
+        headers = {"Accept": accept, "User-Agent": self._user_agent}
         try:
-            if stream:
-                response: Any = self._http.stream(method, target, headers=headers, **timeouts)
-            else:
-                response = self._http.request(
-                    method, target, headers=headers, body=payload, **timeouts
-                )
-        except (HttpError, OSError) as exc:
-            raise Transient(0, f"{what}: {type(exc).__name__}: {exc}") from exc
-        if response.status >= 400:
+            token = self._token.current()
+        except CredentialError as exc:
+            raise Transient(0, f"{what}: {exc}") from exc
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        if body is not None:
+            headers["Content-Type"] = content_type
+        timeout = (self.connect_timeout_s, read_timeout_s or self.read_timeout_s)
+        try:
+            raw = self.api_client.call_api(
+                method, url, header_params=headers, body=body, _request_timeout=timeout
+            ).response
+        except (urllib3.exceptions.HTTPError, ApiException, OSError) as exc:
+            detail = exc.reason if isinstance(exc, ApiException) else exc
+            raise Transient(0, f"{what}: {type(exc).__name__}: {_one_line(detail)}") from exc
+        if raw.status >= 400:
             try:
-                data = response.read() if stream else response.data
-            except (HttpError, OSError):
+                data = _read_body(raw, what)  # a Status object: the connection is kept
+                raw.release_conn()
+            except (ApiError, urllib3.exceptions.HTTPError, OSError):
                 data = b""
-            if response.status == 401 and self.config.exec_plugin is not None:
-                with self._lock:  # the token was refused: run the plugin on the next call
-                    self._token_refresh_at = float("-inf")
-            raise error_for_status(response.status, what, data)
-        return response
+                raw.close()
+            if raw.status == 401:
+                self._token.refused()  # a rotated token or an expired exec credential
+            raise error_for_status(raw.status, what, data)
+        return raw
 
     def request(
         self,
@@ -215,16 +229,22 @@ class KubeClient:
         the call in error messages (default ``"<METHOD> <path>"``); ``accept``
         :data:`METADATA_JSON` asks for the object's metadata only."""
         what = what or f"{method} {url_path}"
-        response = self._send(
+        raw = self._send(
             method, url_path, what=what, query=query, body=body, content_type=content_type,
-            read_timeout_s=read_timeout_s, stream=False, accept=accept,
+            read_timeout_s=read_timeout_s, accept=accept,
         )  # fmt: skip
-        if not response.data:
+        try:
+            data = _read_body(raw, what)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise Transient(0, f"{what}: {type(exc).__name__}: {_one_line(exc)}") from exc
+        finally:
+            raw.release_conn()
+        if not data:
             return {}
         try:
-            decoded = json.loads(response.data)
+            decoded = json.loads(data)
         except ValueError as exc:
-            raise Transient(response.status, f"{what}: the answer is not JSON") from exc
+            raise Transient(raw.status, f"{what}: the answer is not JSON") from exc
         return decoded if isinstance(decoded, dict) else {}
 
     def get(self, url_path: str, *, what: str | None = None, **query: str) -> dict[str, Any]:
@@ -285,7 +305,7 @@ class KubeClient:
         resource_version: str = "",
         timeout_s: int,
         what: str | None = None,
-        on_open: Callable[[Any], None] | None = None,
+        on_open: Callable[[WatchStream], None] | None = None,
         **query: str,
     ) -> Iterator[dict[str, Any]]:
         """Stream watch events (``{"type", "object"}``, bookmarks included) from
@@ -293,8 +313,7 @@ class KubeClient:
         the server ends the watch after ``timeout_s``. An ``ERROR`` event raises the
         class of its code (410 -> :class:`~exporter.kubeerrors.Gone`); a broken stream
         raises :class:`~exporter.kubeerrors.Transient`. ``on_open`` receives the open
-        :class:`~exporter.httpclient.Stream`: ``shutdown()`` on it ends the stream from
-        another thread."""
+        :class:`WatchStream`: ``shutdown()`` on it ends the stream from another thread."""
         what = what or f"watch {url_path}"
         params = [
             *query.items(),
@@ -304,15 +323,14 @@ class KubeClient:
         ]
         if resource_version:
             params.append(("resourceVersion", resource_version))
-        response = self._send(
+        raw = self._send(
             "GET", url_path, what=what, query=params, body=None, content_type=JSON,
-            read_timeout_s=timeout_s + self.read_timeout_s, stream=True,
+            read_timeout_s=timeout_s + self.read_timeout_s, accept=JSON,
         )  # fmt: skip
-        assert isinstance(response, Stream)
         if on_open is not None:
-            on_open(response)
+            on_open(WatchStream(raw))
         try:
-            for line in response.lines():
+            for line in _lines(raw, what):
                 try:
                     event = json.loads(line)
                 except ValueError as exc:
@@ -322,10 +340,10 @@ class KubeClient:
                 if event.get("type") == "ERROR":
                     raise watch_error(event, what)
                 yield event
-        except (HttpError, OSError) as exc:
-            raise Transient(0, f"{what}: {type(exc).__name__}: {exc}") from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise Transient(0, f"{what}: {type(exc).__name__}: {_one_line(exc)}") from exc
         finally:
-            response.close()
+            raw.close()
 
 
 def watch_error(event: Mapping[str, Any], what: str) -> ApiError:

@@ -1,18 +1,33 @@
-"""The exporter's Prometheus metrics, registered on an injected ``Registry``."""
+"""The exporter's Prometheus metrics, registered on an injected ``CollectorRegistry``
+(prometheus-client), next to the library's process, platform and garbage-collector
+collectors that operators expect from every exporter (``process_*``,
+``python_info``, ``python_gc_*``)."""
 
 from __future__ import annotations
 
 import sys
 
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
+
 from exporter import __version__
-from exporter.promtext import Counter, Gauge, Histogram, Registry
 
 PREFIX = "numa_exporter"
 
 
 class ExporterMetrics:
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
+        ProcessCollector(registry=registry)
+        PlatformCollector(registry=registry)
+        GCCollector(registry=registry)
         self.reconcile_duration = Histogram(
             f"{PREFIX}_reconcile_duration_seconds",
             "Wall time of one reconcile pass (podresources List, derivation, patches).",
@@ -59,6 +74,27 @@ class ExporterMetrics:
             f"{PREFIX}_unknown_cpus",
             "Distinct exclusive CPU ids in the last pass that sysfs maps to no NUMA node "
             "(left out of every placement).",
+            registry=registry,
+        )
+        self.dra_pod_misaligned = Gauge(
+            f"{PREFIX}_dra_pod_misaligned",
+            "1 for each pod of the node running misaligned: a container's DRA devices on a "
+            "NUMA node other than its exclusive CPUs and memory (the kubelet aligns DRA "
+            "devices with nothing); the series goes with the pod.",
+            ["namespace", "pod"],
+            registry=registry,
+        )
+        self.dra_misaligned_pods = Gauge(
+            f"{PREFIX}_dra_misaligned_pods",
+            "Pods of the node running misaligned (see numa_exporter_dra_pod_misaligned).",
+            registry=registry,
+        )
+        self.dra_devices = Gauge(
+            f"{PREFIX}_dra_devices",
+            "DRA devices of the node's pods in the last pass, by the rule that gave their "
+            "NUMA node: numaNode (the standard attribute), driverAttribute (a known "
+            "driver's own), pciBusID (sysfs), none (no NUMA node: in no zone).",
+            ["rule"],
             registry=registry,
         )
         self.last_success = Gauge(

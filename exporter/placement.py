@@ -14,6 +14,12 @@ No I/O. The rules, each chosen so that a zone is never over-reported:
   union of its NUMA nodes is exactly one node. A device with no topology, or with
   affinity to several NUMA nodes, is in no zone: counting it in each of its nodes would
   over-report, picking one would guess.
+* DRA devices: a container's ``dynamic_resources`` name devices (driver, pool, device)
+  without topology; ``dra_numa`` resolves each from the node's ResourceSlices
+  (``exporter.dra_numa``). A device with a NUMA node counts 1 in that zone under its
+  driver's name (``gpu.nvidia.com``: a DNS subdomain without ``/``, so never the name of
+  a device-plugin resource); one without is in no zone. A device listed by several
+  containers of the pod (a shared claim) counts once.
 * Memory: a block counts towards a zone (under its memory type) only if its NUMA-node set
   is a single node. Every block also contributes to the Memory Manager group of its node
   set (single-node sets included), summed per memory type across the pod's containers.
@@ -26,7 +32,7 @@ No I/O. The rules, each chosen so that a zone is never over-reported:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from exporter.annotations import (
@@ -37,7 +43,7 @@ from exporter.annotations import (
     format_memory_groups,
     format_placement,
 )
-from exporter.resources import PodResources
+from exporter.resources import ClaimDevice, PodResources
 
 CPU_RESOURCE = "cpu"
 
@@ -63,6 +69,7 @@ def derive_placement(
     cpu_to_numa: Mapping[int, int],
     *,
     expected_memory_containers: frozenset[str] | None = None,
+    dra_numa: Callable[[ClaimDevice], int | None] | None = None,
 ) -> PodPlacement:
     """The placement of one pod. See the module docstring for the rules."""
     zones: dict[int, dict[str, int]] = {}
@@ -70,6 +77,7 @@ def derive_placement(
     unknown: set[int] = set()
     valid_memory = True
     reported_memory: set[str] = set()
+    dra_seen: set[tuple[str, str, str, str | None]] = set()
 
     def add(numa_id: int, resource: str, amount: int) -> None:
         bucket = zones.setdefault(numa_id, {})
@@ -92,6 +100,16 @@ def derive_placement(
         for (resource, _device_id), nodes in device_nodes.items():
             if len(nodes) == 1:
                 add(next(iter(nodes)), resource, 1)
+
+        for claim in container.dynamic if dra_numa is not None else ():
+            for device in claim.devices:
+                key = (device.driver, device.pool, device.device, device.share_id)
+                if key in dra_seen:
+                    continue
+                dra_seen.add(key)
+                numa = dra_numa(device) if dra_numa is not None else None
+                if numa is not None:
+                    add(numa, device.driver, 1)
 
         for block in container.memory:
             if block.size <= 0:

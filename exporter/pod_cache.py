@@ -28,7 +28,7 @@ MAX_BACKOFF_S = 5.0
 
 
 class Interruptible(Protocol):
-    """An open watch another thread can end (``exporter.httpclient.Stream``)."""
+    """An open watch another thread can end (``exporter.kubeclient.WatchStream``)."""
 
     def shutdown(self) -> None: ...
 

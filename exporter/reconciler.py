@@ -9,8 +9,21 @@ derive or compare and stops there: the steady state costs one List and a byte co
 No write happens in a pass whose List failed, for a pod the kubelet lists twice under
 one name (an old and a new pod), for a pod the API does not show as admitted by the
 kubelet, or for a terminal or deleting pod.
-After a patch fails its retries the pass writes nothing more; a refused patch is not
-sent again to that pod before a backoff.
+
+Writes go to a :class:`~exporter.writepool.WritePool`: a few at once, one at a time per
+pod, so a slow API server costs latency rather than one pass of (pods x latency). A pass
+does not wait for them in the daemon (``run_once(wait=False)``): the loop goes on
+passing every poll interval while they run, beating the liveness heartbeat
+(``Health.beat``) at every pass and after each podresources call, and the next pass
+takes their outcomes (refusal backoffs, the log line; the metrics are counted as each
+write ends). A write that starts after the pod changed in the cache is decided again on
+the cached pod first. After a patch fails its retries the writes still queued are
+dropped and the pass that learns of it starts none: the rest wait for the next pass; a
+refused patch is not sent again to that pod before a backoff.
+
+DRA devices are placed by the node's ResourceSlices (``exporter.dra_observer``): a change
+of the slices re-derives every pod, and each full pass hands its pods to the observer
+(the misaligned pods' metrics, log line and Event).
 """
 
 from __future__ import annotations
@@ -22,15 +35,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from exporter.dra_alignment import Misalignment
+from exporter.dra_observer import DraObserver, PodObservation
 from exporter.health import Health
 from exporter.metrics import ExporterMetrics
-from exporter.patching import Patcher, PatchResult, changes_for
+from exporter.patching import Patcher, PatchOutcome, PatchResult, changes_for
 from exporter.placement import PodPlacement, annotation_values, derive_placement
 from exporter.pod_cache import PodCache
 from exporter.podresources_client import PodResourcesError
-from exporter.podresources_wire import PodListDecoder, WireError, pod_messages
+from exporter.podresources_proto import PodListDecoder, WireError, pod_messages
 from exporter.pods import PodView, pod_view
 from exporter.resources import AllocatableResources, PodResources, duplicate_keys
+from exporter.writepool import WritePool
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +81,13 @@ class PassReport:
     podresources_ok: bool = False
     api_ok: bool = False
     pods_reported: int = 0
+    #: outcomes of the writes that ended since the last pass took them (with
+    #: ``run_once(wait=True)``: those this pass started, and any before)
     patches: dict[str, int] = field(default_factory=dict)
+    #: writes this pass started
+    submitted: int = 0
+    #: every write taken had an answer from the API server
+    writes_reached_api: bool = True
     unknown_cpus: frozenset[int] = frozenset()
     skipped_duplicates: tuple[str, ...] = ()
     #: nothing changed since the last pass that found nothing to write: no derivation
@@ -92,6 +114,17 @@ class _Memo:
     expected: frozenset[str]
     placement: PodPlacement
     desired: Mapping[str, str | None]
+    misaligned: tuple[Misalignment, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Written:
+    """A write that ended, for the pass that takes it."""
+
+    pod: PodView
+    changes: Mapping[str, str | None]
+    first_write: bool
+    outcome: PatchOutcome | None  # None: dropped at its start (the pod changed or went)
 
 
 @dataclass(frozen=True)
@@ -122,8 +155,19 @@ class Reconciler:
         clock: Callable[[], float],
         wall_clock: Callable[[], float],
         rng: random.Random | None = None,
+        writes: WritePool | None = None,
+        dra: DraObserver | None = None,
     ) -> None:
         self._podresources = podresources
+        #: where patches run (default: one worker, one write at a time)
+        self._writes = writes or WritePool(1, name="patch")
+        self._done_lock = threading.Lock()
+        self._done: list[_Written] = []
+        #: set by a write that failed its retries; cleared by the next pass's start
+        self._write_failed = threading.Event()
+        #: places DRA devices and reports misaligned pods (None: DRA devices ignored)
+        self._dra = dra
+        self._dra_generation = dra.generation if dra is not None else 0
         self._cache = cache
         self._patcher = patcher
         self._load_cpu_map = load_cpu_map
@@ -165,6 +209,16 @@ class Reconciler:
             self._allocatable_at = now
             self._allocatable_generation = self._podresources.generation
 
+    def _refresh_dra(self) -> None:
+        """New ResourceSlices on the node can move a DRA device: derive every pod again."""
+        if self._dra is None:
+            return
+        generation = self._dra.generation
+        if generation != self._dra_generation:
+            self._dra_generation = generation
+            self._memo.clear()
+            self._epoch += 1
+
     def _maybe_reload_cpu_map(self, unknown: frozenset[int]) -> None:
         if not unknown or self._clock() - self._cpu_map_loaded_at < SYSFS_REFRESH_S:
             return
@@ -185,19 +239,32 @@ class Reconciler:
         memo = self._memo.get(report.key)
         if memo is not None and memo.report == report and memo.expected == expected:
             return memo
-        placement = derive_placement(report, self._cpu_map, expected_memory_containers=expected)
-        memo = _Memo(report, expected, placement, annotation_values(placement))
+        dra = self._dra
+        placement = derive_placement(
+            report,
+            self._cpu_map,
+            expected_memory_containers=expected,
+            dra_numa=dra.numa if dra is not None else None,
+        )
+        misaligned = dra.misalignments(report, self._cpu_map) if dra is not None else ()
+        memo = _Memo(report, expected, placement, annotation_values(placement), misaligned)
         self._memo[report.key] = memo
         return memo
 
     # -- the pass ---------------------------------------------------------------------
-    def run_once(self) -> PassReport:
+    def run_once(self, *, wait: bool = True) -> PassReport:
+        """One pass. With ``wait`` it returns once the writes it started have ended (and
+        reports their outcomes); the daemon's loop passes ``wait=False``."""
         started = self._clock()
         report = PassReport()
         try:
+            self._take_written(report)
             self._run(report)
+            if wait and report.submitted:
+                self._writes.wait_idle()
+                self._take_written(report)
         finally:
-            report.api_ok = report.api_ok and self._cache.connected
+            report.api_ok = report.api_ok and report.writes_reached_api and self._cache.connected
             self._metrics.podresources_up.set(1 if report.podresources_ok else 0)
             self._metrics.apiserver_up.set(1 if self._cache.connected else 0)
             self._metrics.reconcile_duration.observe(self._clock() - started)
@@ -208,7 +275,10 @@ class Reconciler:
     def _run(self, report: PassReport) -> None:
         try:
             raw = self._podresources.list_raw()
+            self._health.beat()
             self._refresh_allocatable()
+            self._refresh_dra()
+            self._health.beat()
         except PodResourcesError as exc:
             # once per outage, not once per pass (the metrics count every failed call)
             level = logging.DEBUG if self._podresources_failing else logging.WARNING
@@ -265,9 +335,12 @@ class Reconciler:
         unknown: set[int] = set()
         aligned = 0
         seen: set[str] = set()
-        writing = True
+        # once a patch failed after its retries (unreachable, timeouts, 429/5xx), the rest
+        # wait for the next pass: a hung or overloaded server must not take (pods x
+        # retries) requests from it
+        writing = PatchResult.FAILED not in report.patches
         pending = False
-        written: list[str] = []
+        observed: list[PodObservation] = []
         for pod_report in reports:
             key = pod_report.key
             seen.add(key)
@@ -275,37 +348,24 @@ class Reconciler:
             if key in duplicates or pod is None or not pod.writable:
                 continue
             memo = self._desired(pod_report, pod)
+            observed.append(PodObservation(pod, pod_report, memo.misaligned))
             unknown |= memo.placement.unknown_cpus
             aligned += memo.placement.holds_aligned_resources
+            if self._writes.pending(key):
+                pending = True  # its write is queued or running: decided again after it
+                continue
             changes = changes_for(pod, memo.desired)
             pending = pending or bool(changes)
+            writing = writing and not self._write_failed.is_set()
             if changes and writing and not self._backing_off(pod, changes):
-                result, reached = self._write(pod, changes)
-                if result == PatchResult.APPLIED:
-                    written.append(key)
-                self._note_refusal(pod, changes, refused=result == PatchResult.REJECTED)
-                report.patches[result] = report.patches.get(result, 0) + 1
-                report.api_ok = report.api_ok and reached
-                # once a patch failed after its retries (unreachable, timeouts, 429/5xx),
-                # the rest wait for the next pass: a hung or overloaded server must not
-                # hold one pass for (pods x retries) nor take more requests from it
-                writing = result != PatchResult.FAILED
-        if written:
-            # one line per pass at info (a burst of new pods is one line, not one per pod;
-            # each pod's values are logged at debug)
-            log.info(
-                "annotations written",
-                extra={
-                    "pods": len(written),
-                    "names": written[:LOGGED_NAMES],
-                    "more": max(0, len(written) - LOGGED_NAMES),
-                },
-            )
+                report.submitted += self._submit(pod, changes)
         for key in [k for k in self._memo if k not in seen]:
             del self._memo[key]
         for key in [k for k in self._refused if k not in seen]:
             del self._refused[key]
 
+        if self._dra is not None:
+            self._dra.observe_pass(observed)
         frozen_unknown = frozenset(unknown)
         report.unknown_cpus = frozen_unknown
         self._metrics.unknown_cpus.set(len(frozen_unknown))
@@ -350,24 +410,80 @@ class Reconciler:
         wait = delay * (0.5 + 0.5 * self._rng.random())
         self._refused[pod.key] = _Refusal(pod.uid, dict(changes), delay, self._clock() + wait)
 
-    def _write(self, pod: PodView, changes: Mapping[str, str | None]) -> tuple[str, bool]:
+    def _submit(self, pod: PodView, changes: Mapping[str, str | None]) -> bool:
         first_write = pod.placement_annotation is None and pod.memory_groups_annotation is None
+        return self._writes.submit(pod.key, lambda: self._write(pod, changes, first_write))
 
-        def decide(fresh: PodView) -> Mapping[str, str | None] | None:
-            if not fresh.writable:
-                return None
-            memo = self._memo.get(fresh.key)
-            return changes_for(fresh, memo.desired) if memo is not None else None
+    def _decide(self, fresh: PodView) -> Mapping[str, str | None] | None:
+        """The changes for a pod read again (after a 409, or changed in the cache while
+        its write waited), or None when it is not ours to write any more."""
+        if not fresh.writable:
+            return None
+        memo = self._memo.get(fresh.key)
+        return changes_for(fresh, memo.desired) if memo is not None else None
 
-        outcome = self._patcher.apply(pod, changes, decide, pod_view)
+    def _write(self, pod: PodView, changes: Mapping[str, str | None], first_write: bool) -> None:
+        """In a write worker: patch one pod, count it, keep the cache current, hand the
+        outcome to the next pass."""
+        current = self._cache.get(pod.key)
+        if current is None or current.uid != pod.uid:
+            self._hand_over(_Written(pod, changes, first_write, None))  # gone meanwhile
+            return
+        if current.resource_version != pod.resource_version:
+            # changed while the write waited: decide on what the cache holds now
+            again = self._decide(current)
+            if not again:
+                self._hand_over(_Written(pod, changes, first_write, None))
+                return
+            pod, changes = current, again
+        outcome = self._patcher.apply(pod, changes, self._decide, pod_view)
+        # counted and timed as it ends (the metrics are thread-safe): not a pass later
         self._metrics.patches.labels(outcome.result.value).inc()
         if outcome.conflicts:
             self._metrics.patches.labels(PatchResult.CONFLICT.value).inc(outcome.conflicts)
+        # timed only for pods started while this exporter runs: a pod from before (a
+        # first install, annotations stripped by hand) would report its age as lag
+        started = pod.started_at
+        if (
+            outcome.result is PatchResult.APPLIED
+            and first_write
+            and started is not None
+            and self._timed(started)
+        ):
+            self._metrics.observation_lag.observe(max(0.0, self._wall_clock() - started))
         if outcome.view is not None:
             self._cache.put(outcome.view, notify=False)
         if outcome.result is PatchResult.NOT_FOUND:
             self._cache.forget(pod.key, pod.uid)
-        if outcome.result is PatchResult.APPLIED:
+        failed = outcome.result is PatchResult.FAILED
+        if failed:
+            self._writes.drop_queued()
+        self._hand_over(_Written(pod, changes, first_write, outcome), failed=failed)
+
+    def _hand_over(self, written: _Written, *, failed: bool = False) -> None:
+        with self._done_lock:
+            self._done.append(written)
+            if failed:
+                self._write_failed.set()
+
+    def _take_written(self, report: PassReport) -> None:
+        """The outcomes of the writes that ended since the last take: the report, refusal
+        backoffs, one log line."""
+        with self._done_lock:
+            done, self._done = self._done, []
+            self._write_failed.clear()  # its FAILED outcome is in ``done``: see _run
+        names: list[str] = []
+        for item in done:
+            outcome = item.outcome
+            if outcome is None:
+                continue
+            pod, result = item.pod, outcome.result
+            self._note_refusal(pod, item.changes, refused=result is PatchResult.REJECTED)
+            report.patches[result] = report.patches.get(result, 0) + 1
+            report.writes_reached_api = report.writes_reached_api and outcome.reached_api
+            if result is not PatchResult.APPLIED:
+                continue
+            names.append(pod.key)
             if log.isEnabledFor(logging.DEBUG):
                 log.debug(
                     "annotations written",
@@ -375,13 +491,17 @@ class Reconciler:
                         "pod": pod.key, "uid": pod.uid, "annotations": dict(outcome.written or {})
                     },
                 )  # fmt: skip
-            # timed only for pods started while this exporter runs: a pod from before (a
-            # first install, annotations stripped by hand) would report its age as lag
-            started = pod.started_at
-            if first_write and started is not None and self._timed(started):
-                lag = max(0.0, self._wall_clock() - started)
-                self._metrics.observation_lag.observe(lag)
-        return outcome.result.value, outcome.reached_api
+        if names:
+            # one line per pass at info (a burst of new pods is one line, not one per pod;
+            # each pod's values are logged at debug)
+            log.info(
+                "annotations written",
+                extra={
+                    "pods": len(names),
+                    "names": names[:LOGGED_NAMES],
+                    "more": max(0, len(names) - LOGGED_NAMES),
+                },
+            )
 
     def _timed(self, started_at: float) -> bool:
         return started_at >= self._started_wall - START_TIME_RESOLUTION_S
@@ -395,11 +515,14 @@ class Reconciler:
         # the first pass needs the node's pods: a List before they are listed is wasted
         self._cache.synced.wait(poll_interval_s)
         while not stop.is_set():
+            self._health.beat()
             wake.clear()
             wrote = False
             try:
-                wrote = bool(self.run_once().patches)
+                report = self.run_once(wait=False)
+                wrote = bool(report.patches or report.submitted)
             except Exception:  # a bug must not stop the daemon; the next pass tries again
                 log.exception("reconcile pass failed")
             if wake.wait(poll_interval_s) and not stop.is_set() and wrote:
                 stop.wait(COALESCE_S)
+        self._writes.stop()

@@ -33,13 +33,37 @@ class MemoryBlock:
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimDevice:
+    """One prepared DRA device of a claim (``ClaimResource``): no topology - its NUMA node
+    comes from the driver's ResourceSlice (``exporter.dra_numa``)."""
+
+    driver: str
+    pool: str
+    device: str
+    cdi_ids: tuple[str, ...] = ()
+    #: Set for a device allocated several times (consumable capacity).
+    share_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimResources:
+    """One ``DynamicResource``: a ResourceClaim the container uses, and its devices."""
+
+    claim_name: str
+    claim_namespace: str
+    devices: tuple[ClaimDevice, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ContainerResources:
-    """What one container holds exclusively: CPU ids, devices, memory blocks."""
+    """What one container holds exclusively: CPU ids, devices, memory blocks - and the
+    DRA devices of the ResourceClaims it uses."""
 
     name: str
     cpu_ids: tuple[int, ...] = ()
     devices: tuple[DeviceAssignment, ...] = ()
     memory: tuple[MemoryBlock, ...] = ()
+    dynamic: tuple[ClaimResources, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,9 @@
-"""The node's CPU -> NUMA-node map, read from sysfs.
+"""The node's CPU -> NUMA-node map, and a PCI device's NUMA node, read from sysfs.
 
-``<root>/devices/system/node/node<N>/cpulist`` lists the CPUs of NUMA node N. The root is
-a constructor argument (``--sysfs-root``) so tests and the fake kubelet point it at a
-fixture tree.
+``<root>/devices/system/node/node<N>/cpulist`` lists the CPUs of NUMA node N;
+``<root>/bus/pci/devices/<address>/numa_node`` holds a PCI device's NUMA node (``-1``:
+none). The root is a constructor argument (``--sysfs-root``) so tests and the fake
+kubelet point it at a fixture tree.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import re
 from pathlib import Path
 
 from exporter.cpulist import CpuListError, parse_cpulist
+from exporter.dra_attributes import is_pci_bus_id
 
 _NODE_DIR = re.compile(r"^node(0|[1-9][0-9]*)$")
 
@@ -59,6 +61,30 @@ def read_cpu_numa_map(root: Path) -> dict[int, int]:
     if not found:
         raise SysfsError(f"{base}: no node<N> directories (is --sysfs-root right?)")
     return mapping
+
+
+#: ``numa_node`` is a short decimal; more than this is not a numa_node file.
+_MAX_NUMA_NODE_BYTES = 32
+
+
+def read_pci_numa_node(root: Path, address: str) -> int | None:
+    """The NUMA node of PCI device ``address`` (extended BDF, lower case): ``-1`` when
+    the kernel reports none, None when it cannot be read (no such device, not a number).
+    ``address`` must be an extended BDF: anything else (a path in disguise) is None."""
+    if not is_pci_bus_id(address):
+        return None
+    path = root / "bus" / "pci" / "devices" / address / "numa_node"
+    try:
+        with path.open("rb") as handle:
+            text = handle.read(_MAX_NUMA_NODE_BYTES + 1)
+    except OSError:
+        return None
+    if len(text) > _MAX_NUMA_NODE_BYTES:
+        return None
+    try:
+        return int(text.decode("ascii").strip())
+    except (UnicodeDecodeError, ValueError):
+        return None
 
 
 def write_fixture(root: Path, nodes: dict[int, str]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from fakenrt.kubelet.allocation import INIT, ContainerAllocation, PodAllocation
+from fakenrt.kubelet.allocation import INIT, ContainerAllocation, DynamicResource, PodAllocation
 from fakenrt.podresources_report import DeviceNuma
 from fakenrt.profiles.model import NodeProfile
 from protos.podresources.v1 import api_pb2
@@ -27,6 +27,23 @@ def _device_entry(resource: str, device_id: str, numa: int | None) -> api_pb2.Co
     )
 
 
+def _dynamic(resource: DynamicResource) -> api_pb2.DynamicResource:
+    return api_pb2.DynamicResource(
+        claim_name=resource.claim_name,
+        claim_namespace=resource.claim_namespace,
+        claim_resources=[
+            api_pb2.ClaimResource(
+                cdi_devices=[api_pb2.CDIDevice(name=cdi) for cdi in r.cdi_ids],
+                driver_name=r.driver,
+                pool_name=r.pool,
+                device_name=r.device,
+                share_id=r.share_id,
+            )
+            for r in resource.resources
+        ],
+    )
+
+
 def _container(c: ContainerAllocation, numa_of: DeviceNuma) -> api_pb2.ContainerResources:
     return api_pb2.ContainerResources(
         name=c.name,
@@ -40,6 +57,7 @@ def _container(c: ContainerAllocation, numa_of: DeviceNuma) -> api_pb2.Container
             api_pb2.ContainerMemory(memory_type=b.type, size=b.size, topology=_topology(b.numa))
             for b in c.memory
         ],
+        dynamic_resources=[_dynamic(d) for d in c.dynamic],
     )
 
 

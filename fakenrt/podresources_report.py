@@ -11,8 +11,15 @@ directly, without a serialization round trip.
 
 from __future__ import annotations
 
-from exporter.resources import ContainerResources, DeviceAssignment, MemoryBlock, PodResources
-from fakenrt.kubelet.allocation import INIT, ContainerAllocation, PodAllocation
+from exporter.resources import (
+    ClaimDevice,
+    ClaimResources,
+    ContainerResources,
+    DeviceAssignment,
+    MemoryBlock,
+    PodResources,
+)
+from fakenrt.kubelet.allocation import INIT, ContainerAllocation, DynamicResource, PodAllocation
 from fakenrt.profiles.model import NodeProfile
 
 #: (resource, device id) -> the device's NUMA node, None for a device without affinity.
@@ -32,6 +39,14 @@ def device_numa(profile: NodeProfile) -> DeviceNuma:
     return out
 
 
+def _claim(d: DynamicResource) -> ClaimResources:
+    return ClaimResources(
+        d.claim_name,
+        d.claim_namespace,
+        tuple(ClaimDevice(r.driver, r.pool, r.device, r.cdi_ids, r.share_id) for r in d.resources),
+    )
+
+
 def _container(c: ContainerAllocation, numa_of: DeviceNuma) -> ContainerResources:
     devices = []
     for resource in sorted(c.devices):
@@ -45,6 +60,7 @@ def _container(c: ContainerAllocation, numa_of: DeviceNuma) -> ContainerResource
         cpu_ids=tuple(sorted(c.cpus)),
         devices=tuple(devices),
         memory=tuple(MemoryBlock(b.type, b.size, tuple(sorted(b.numa))) for b in c.memory),
+        dynamic=tuple(_claim(d) for d in c.dynamic),
     )
 
 

@@ -12,7 +12,9 @@ Answers mirror the kubelet (``pkg/kubelet/apis/podresources/server_v1.go``):
   one ``ContainerDevices`` entry *per device*, carrying the device's NUMA node from the
   profile or no topology for devices without NUMA affinity (as
   ``containerDevicesFromResourceDeviceInstances`` in ``pkg/kubelet/cm`` builds them), and
-  the Memory Manager blocks with their NUMA node sets.
+  the Memory Manager blocks with their NUMA node sets, and the prepared ResourceClaims
+  the container uses (``dynamic_resources``: claim, driver, pool, device, CDI ids;
+  see :mod:`fakenrt.kubelet.dra`) - without NUMA topology, as the kubelet reports them.
 * ``GetAllocatableResources``: the static CPU manager's allocatable CPUs (all but
   ``reservedSystemCPUs``; none with the ``none`` policy), every healthy device, one entry
   each, and per NUMA node and memory type its allocatable size (none with the Memory

@@ -190,6 +190,22 @@ def schema_problems(manifest: object) -> list[str]:
     return checker.problems
 
 
+def claim_schema_problems(manifest: object) -> list[str]:
+    """What strict decoding of ``manifest`` as a resource.k8s.io/v1 ResourceClaim would
+    refuse, as :func:`schema_problems` does for a Pod."""
+    if not isinstance(manifest, dict):
+        return [f"(top level): expected a ResourceClaim mapping, got {_kind(manifest)}"]
+    checker = SchemaChecker()
+    checker.check(manifest, "ResourceV1ResourceClaim", "")
+    api_version = manifest.get("apiVersion")
+    if api_version != "resource.k8s.io/v1":
+        checker.problems.insert(
+            0,
+            f'apiVersion: a ResourceClaim is apiVersion "resource.k8s.io/v1", not {api_version!r}',
+        )
+    return checker.problems
+
+
 def summarize(problems: list[str]) -> str:
     """The problems as one line: the first :data:`MAX_REPORTED`, then how many more."""
     shown = "; ".join(problems[:MAX_REPORTED])
@@ -197,10 +213,11 @@ def summarize(problems: list[str]) -> str:
     return f"{shown}; and {rest} more" if rest > 0 else shown
 
 
-def check_manifest(manifest: Any) -> str | None:
-    """One line describing what the API server would refuse in ``manifest``, or None."""
+def check_manifest(manifest: Any, *, claim: bool = False) -> str | None:
+    """One line describing what the API server would refuse in ``manifest`` (a Pod, or a
+    ResourceClaim with ``claim``), or None."""
     try:
-        problems = schema_problems(manifest)
+        problems = claim_schema_problems(manifest) if claim else schema_problems(manifest)
     except ManifestTooLarge as exc:
         return str(exc)
     return summarize(problems) if problems else None

@@ -12,6 +12,11 @@ Rules mirrored from upstream:
 * Effective pod requests: ``k8s.io/component-helpers/resource/helpers.go``
   (``PodRequests``) - the larger of the regular containers plus all sidecars, and each
   init container plus the sidecars started before it.
+* ResourceClaims (``spec.resourceClaims``, ``resources.claims``): the API server's rules
+  (``pkg/apis/core/validation/validation.go``, ``validatePodResourceClaims`` and
+  ``validateResourceClaimNames``): pod claim names are unique DNS labels, each sets exactly
+  one of ``resourceClaimName`` and ``resourceClaimTemplateName``, and a container may use
+  only the pod's claims, each (name, request) once.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from functools import cached_property
 from typing import Any, TypeVar
 
 from exporter.quantities import QuantityError, parse_decimal
+from exporter.validation import quoted
+from fakenrt.profiles.names import dns_subdomain_problem
 
 QOS_RESOURCES = ("cpu", "memory")
 #: The kubelet reads quantities as 64-bit integers (``Quantity.Value`` / ``MilliValue``).
@@ -43,6 +50,25 @@ class QOSClass(StrEnum):
 
 
 @dataclass(frozen=True)
+class ContainerClaim:
+    """An entry of a container's ``resources.claims``: a pod claim it uses, and the one
+    request of that claim (``""``: every request)."""
+
+    name: str
+    request: str = ""
+
+
+@dataclass(frozen=True)
+class PodClaim:
+    """An entry of ``spec.resourceClaims``: a claim by name, or one made from a template
+    (its name is then in the pod's ``status.resourceClaimStatuses``)."""
+
+    name: str
+    claim_name: str | None = None
+    template_name: str | None = None
+
+
+@dataclass(frozen=True)
 class ContainerSpec:
     """One container's resources. ``requests`` already carries the limit-defaulting."""
 
@@ -51,6 +77,7 @@ class ContainerSpec:
     limits: Mapping[str, Decimal] = field(default_factory=dict)
     #: An init container with ``restartPolicy: Always`` (a native sidecar).
     restartable: bool = False
+    claims: tuple[ContainerClaim, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -62,6 +89,10 @@ class PodSpec:
     containers: tuple[ContainerSpec, ...] = ()
     annotations: Mapping[str, str] = field(default_factory=dict)
     node_name: str = ""
+    resource_claims: tuple[PodClaim, ...] = ()
+    #: ``status.resourceClaimStatuses``: pod claim name -> the generated claim's name
+    #: (None: the template needed no claim); absent until the claim is created.
+    claim_statuses: Mapping[str, str | None] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -154,21 +185,102 @@ def _resources(raw: Any, where: str) -> dict[str, Decimal]:
     out: dict[str, Decimal] = {}
     for name, value in raw.items():
         if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise PodSpecError(f"{where}.{name}: {value!r} is not a quantity")
+            raise PodSpecError(f"{where}.{name}: {quoted(value)} is not a quantity")
         try:
             amount = parse_decimal(value)
         except QuantityError as exc:
             raise PodSpecError(f"{where}.{name}: {exc}") from exc
         if not amount.is_finite():
-            raise PodSpecError(f"{where}.{name}: {value!r} is not a finite quantity")
+            raise PodSpecError(f"{where}.{name}: {quoted(value)} is not a finite quantity")
         if amount < 0:
-            raise PodSpecError(f"{where}.{name}: {value!r} is negative")
+            raise PodSpecError(f"{where}.{name}: {quoted(value)} is negative")
         if amount * (1000 if name == "cpu" else 1) > MAX_INT64:
             raise PodSpecError(
-                f"{where}.{name}: {value!r} is out of range (the kubelet reads quantities as "
+                f"{where}.{name}: {quoted(value)} is out of range (the kubelet reads quantities as "
                 "64-bit integers)"
             )
         out[str(name)] = amount
+    return out
+
+
+_DNS_LABEL_MAX = 63
+
+
+def _dns_label_problem(name: object) -> str | None:
+    if not isinstance(name, str) or not name:
+        return "must be a non-empty string"
+    if len(name) > _DNS_LABEL_MAX or "." in name or dns_subdomain_problem(name) is not None:
+        return "must be a DNS label (at most 63 lower-case letters, digits and '-')"
+    return None
+
+
+def _container_claims(raw: Any, where: str) -> tuple[ContainerClaim, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise PodSpecError(f"{where} must be a list")
+    out: list[ContainerClaim] = []
+    for i, entry in enumerate(raw):
+        item = f"{where}[{i}]"
+        if not isinstance(entry, Mapping):
+            raise PodSpecError(f"{item} must be a mapping with a 'name'")
+        problem = _dns_label_problem(entry.get("name"))
+        if problem is not None:
+            raise PodSpecError(f"{item}.name: {problem}")
+        request = entry.get("request") or ""
+        if not isinstance(request, str) or (request and _dns_label_problem(request)):
+            raise PodSpecError(f"{item}.request: must be a DNS label")
+        claim = ContainerClaim(entry["name"], request)
+        if claim in out:
+            raise PodSpecError(f"{item}: duplicate claim {claim.name}")
+        out.append(claim)
+    return tuple(out)
+
+
+def _pod_claims(raw: Any, where: str) -> tuple[PodClaim, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise PodSpecError(f"{where} must be a list")
+    out: list[PodClaim] = []
+    for i, entry in enumerate(raw):
+        item = f"{where}[{i}]"
+        if not isinstance(entry, Mapping):
+            raise PodSpecError(f"{item} must be a mapping with a 'name'")
+        problem = _dns_label_problem(entry.get("name"))
+        if problem is not None:
+            raise PodSpecError(f"{item}.name: {problem}")
+        if any(c.name == entry["name"] for c in out):
+            raise PodSpecError(f"{item}.name: duplicate pod claim name {entry['name']!r}")
+        given = {k: entry.get(k) for k in ("resourceClaimName", "resourceClaimTemplateName")}
+        set_ = [k for k, v in given.items() if v is not None]
+        if len(set_) != 1:
+            raise PodSpecError(
+                f"{item}: must specify exactly one of: resourceClaimName, resourceClaimTemplateName"
+            )
+        value = given[set_[0]]
+        if not isinstance(value, str) or dns_subdomain_problem(value) is not None:
+            raise PodSpecError(f"{item}.{set_[0]}: must be a DNS subdomain")
+        out.append(
+            PodClaim(
+                entry["name"],
+                claim_name=given["resourceClaimName"],
+                template_name=given["resourceClaimTemplateName"],
+            )
+        )
+    return tuple(out)
+
+
+def _claim_statuses(raw: Any) -> dict[str, str | None]:
+    """``status.resourceClaimStatuses`` (written by the control plane; malformed entries
+    are left out, as a claim not created yet)."""
+    out: dict[str, str | None] = {}
+    if not isinstance(raw, list):
+        return out
+    for entry in raw:
+        if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+            generated = entry.get("resourceClaimName")
+            out[entry["name"]] = generated if isinstance(generated, str) else None
     return out
 
 
@@ -189,12 +301,16 @@ def _container(raw: Any, where: str, *, init: bool) -> ContainerSpec:
     restart_policy = raw.get("restartPolicy")
     if restart_policy not in (None, "Always"):
         raise PodSpecError(
-            f"{where}.restartPolicy: only 'Always' is allowed, not {restart_policy!r}"
+            f"{where}.restartPolicy: only 'Always' is allowed, not {quoted(restart_policy)}"
         )
     if restart_policy == "Always" and not init:
         raise PodSpecError(f"{where}.restartPolicy is only allowed on init containers")
     return ContainerSpec(
-        name=raw["name"], requests=requests, limits=limits, restartable=restart_policy == "Always"
+        name=raw["name"],
+        requests=requests,
+        limits=limits,
+        restartable=restart_policy == "Always",
+        claims=_container_claims(resources.get("claims"), f"{where}.resources.claims"),
     )
 
 
@@ -204,7 +320,7 @@ def pod_from_manifest(manifest: Mapping[str, Any], *, source: str = "pod") -> Po
         raise PodSpecError(f"{source}: a Pod manifest must be a mapping")
     kind = manifest.get("kind", "Pod")
     if kind != "Pod":
-        raise PodSpecError(f"{source}: expected kind Pod, found {kind!r}")
+        raise PodSpecError(f"{source}: expected kind Pod, found {quoted(kind)}")
     meta = manifest.get("metadata") or {}
     if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str) or not meta["name"]:
         raise PodSpecError(f"{source}: metadata.name is required")
@@ -230,6 +346,16 @@ def pod_from_manifest(manifest: Mapping[str, Any], *, source: str = "pod") -> Po
     names = [c.name for c in (*inits, *containers)]
     if len(set(names)) != len(names):
         raise PodSpecError(f"{where}: container names must be unique")
+    claims = _pod_claims(spec.get("resourceClaims"), f"{where}: spec.resourceClaims")
+    known = {c.name for c in claims}
+    for c in (*inits, *containers):
+        for used in c.claims:
+            if used.name not in known:
+                raise PodSpecError(
+                    f"{where}: container {c.name}: resources.claims: {used.name!r} must be one "
+                    "of the names in spec.resourceClaims"
+                )
+    status = manifest.get("status") or {}
     annotations = meta.get("annotations") or {}
     if not isinstance(annotations, Mapping):
         raise PodSpecError(f"{where}: metadata.annotations must be a mapping")
@@ -241,4 +367,8 @@ def pod_from_manifest(manifest: Mapping[str, Any], *, source: str = "pod") -> Po
         containers=containers,
         annotations={str(k): str(v) for k, v in annotations.items()},
         node_name=str(spec.get("nodeName") or ""),
+        resource_claims=claims,
+        claim_statuses=_claim_statuses(
+            status.get("resourceClaimStatuses") if isinstance(status, Mapping) else None
+        ),
     )

@@ -9,7 +9,9 @@ Written under ``<root>``, as Linux lays them out:
 * ``devices/system/cpu/{online,possible,present}`` - every CPU of the node;
 * with ``cpu_topology=True``, per CPU ``devices/system/cpu/cpu<C>/topology/`` files
   ``core_id`` (the profile's core id: the lowest CPU id of the core), ``physical_package_id``,
-  ``thread_siblings_list`` and ``core_siblings_list`` (CPUs of the same socket).
+  ``thread_siblings_list`` and ``core_siblings_list`` (CPUs of the same socket);
+* per DRA device with a PCI address, ``bus/pci/devices/<address>/numa_node`` - its NUMA
+  node, ``-1`` for a device without NUMA affinity (what Linux writes for one).
 
 Writing is idempotent: files whose content is already right are left alone, others are
 replaced atomically (write then rename, so a reader never sees half a file), and
@@ -30,6 +32,7 @@ from fakenrt.profiles.model import NodeProfile
 
 _NODE_DIR = re.compile(r"^node(0|[1-9][0-9]*)$")
 _CPU_DIR = re.compile(r"^cpu(0|[1-9][0-9]*)$")
+_PCI_DIR = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 
 
 def node_root(root: Path) -> Path:
@@ -38,6 +41,20 @@ def node_root(root: Path) -> Path:
 
 def cpu_root(root: Path) -> Path:
     return root / "devices" / "system" / "cpu"
+
+
+def pci_root(root: Path) -> Path:
+    return root / "bus" / "pci" / "devices"
+
+
+def _pci_devices(profile: NodeProfile) -> dict[str, int]:
+    """PCI address -> NUMA node (-1: none) of the node's DRA devices."""
+    return {
+        device.pci_bus_id: -1 if device.numa is None else device.numa
+        for driver in profile.dra
+        for device in driver.devices
+        if device.pci_bus_id is not None
+    }
 
 
 def sysfs_files(profile: NodeProfile, *, cpu_topology: bool = False) -> dict[str, str]:
@@ -71,6 +88,8 @@ def sysfs_files(profile: NodeProfile, *, cpu_topology: bool = False) -> dict[str
             files[f"{base}/physical_package_id"] = f"{info.socket}\n"
             files[f"{base}/thread_siblings_list"] = format_cpulist(siblings[info.core]) + "\n"
             files[f"{base}/core_siblings_list"] = format_cpulist(package[info.socket]) + "\n"
+    for address, numa in _pci_devices(profile).items():
+        files[f"bus/pci/devices/{address}/numa_node"] = f"{numa}\n"
     return files
 
 
@@ -83,6 +102,7 @@ def write_sysfs(root: str | Path, profile: NodeProfile, *, cpu_topology: bool = 
     _prune(node_root(base), _NODE_DIR, {f"node{z}" for z in profile.zone_ids})
     keep_cpus = {f"cpu{c}" for c in profile.cpu_topology} if cpu_topology else set()
     _prune(cpu_root(base), _CPU_DIR, keep_cpus)
+    _prune(pci_root(base), _PCI_DIR, set(_pci_devices(profile)))
 
 
 def _write_if_changed(path: Path, content: str) -> None:

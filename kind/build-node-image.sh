@@ -18,9 +18,10 @@ command -v gcc >/dev/null || apt_install gcc libc6-dev
 k8s_binaries() {
   local key=$K8S_BIN_KEY out=$K8S_BIN_DIR cp_bin build
   if [[ ! -x $out/kubelet ]]; then
-    # kube-apiserver and etcd are the control plane's own build (shared cache).
+    # kube-apiserver, kube-controller-manager, kube-scheduler and etcd are the control
+    # plane's own build (one cached copy, shared with the test suite).
     cp_bin=$("$REPO_ROOT/tests/controlplane/build.sh")
-    log "building kubelet, kubeadm, kubectl, kube-controller-manager, kube-scheduler, kube-proxy $K8S_VERSION (first run: several minutes)"
+    log "building kubelet, kubeadm, kubectl, kube-proxy $K8S_VERSION (first run: several minutes)"
     # A copy of the pinned module, so -mod=mod may add what these commands need
     # without touching the repository's go.mod.
     build=$KIND_CACHE/gobuild-$key
@@ -32,10 +33,10 @@ k8s_binaries() {
     vpkg=k8s.io/component-base/version
     ldflags="-s -w -X $vpkg.gitVersion=$K8S_VERSION -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$minor"
     ldflags="$ldflags -X $vpkg.gitTreeState=clean -X $vpkg.buildDate=1970-01-01T00:00:00Z"
-    # One go build for all six: shared packages compile once and the links run in parallel.
+    # One go build for the four: shared packages compile once and the links run in parallel.
     (cd "$build" && CGO_ENABLED=0 GOFLAGS="-mod=mod -trimpath" go build -ldflags="$ldflags" -o "$out.tmp/" \
-      k8s.io/kubernetes/cmd/{kubelet,kubeadm,kubectl,kube-controller-manager,kube-scheduler,kube-proxy}) >&2
-    cp "$cp_bin/kube-apiserver" "$cp_bin/etcd" "$out.tmp/"
+      k8s.io/kubernetes/cmd/{kubelet,kubeadm,kubectl,kube-proxy}) >&2
+    cp "$cp_bin"/{kube-apiserver,kube-controller-manager,kube-scheduler,etcd} "$out.tmp/"
     rm -rf "$out"; mv "$out.tmp" "$out"
   fi
   echo "$out"

@@ -1,10 +1,12 @@
 """Regenerate the Python modules for the protos: ``python -m protos.generate``.
 
-For each proto (podresources v1, device plugin v1beta1) the generated ``api_pb2.py``,
+For each proto (podresources v1, device plugin v1beta1, DRA kubelet plugin v1, plugin
+registration v1, DRA device health v1alpha1) the generated ``api_pb2.py``,
 ``api_pb2.pyi``, ``api_pb2_grpc.py`` and ``api_pb2_grpc.pyi`` are committed beside
-``api.proto``; ``tests/test_protos.py`` and ``tests/deviceplugin/test_protos.py`` fail when
-they drift from it. Only the gRPC modules at the edges import them (import-linter
-contracts): the podresources client and fake server, the fake device plugin.
+``api.proto``; ``tests/test_protos.py``, ``tests/deviceplugin/test_protos.py`` and
+``tests/draplugin/test_protos.py`` fail when they drift from it. Only the gRPC modules at
+the edges import them (import-linter contracts): the fake podresources server, the fake
+device plugin, the fake DRA kubelet plugin.
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROTO = Path("protos/podresources/v1/api.proto")
 DEVICEPLUGIN_PROTO = Path("protos/deviceplugin/v1beta1/api.proto")
-PROTOS = (PROTO, DEVICEPLUGIN_PROTO)
+DRA_PROTO = Path("protos/dra/v1/api.proto")
+REGISTRATION_PROTO = Path("protos/pluginregistration/v1/api.proto")
+DRA_HEALTH_PROTO = Path("protos/drahealth/v1alpha1/api.proto")
+PROTOS = (PROTO, DEVICEPLUGIN_PROTO, DRA_PROTO, REGISTRATION_PROTO, DRA_HEALTH_PROTO)
 GENERATED = ("api_pb2.py", "api_pb2.pyi", "api_pb2_grpc.py", "api_pb2_grpc.pyi")
 
 

@@ -38,7 +38,13 @@ def _from_click(command: click.Command) -> Command:
         for p in command.params
         if isinstance(p, click.Option)
     )
-    subs = command.commands if isinstance(command, click.Group) else {}
+    subs: dict[str, click.Command] = {}
+    if isinstance(command, click.Group):  # fakenrt's imports its commands when asked
+        ctx = click.Context(command)
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            assert sub is not None, name
+            subs[name] = sub
     return Command(
         command.help or command.short_help,
         options,

@@ -8,6 +8,7 @@ nothing that needs the API server is ever skipped.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -127,6 +128,18 @@ def api_client(control_plane: ControlPlane) -> Iterator[client.ApiClient]:
 def nrt_crd(api_client: client.ApiClient) -> list[str]:
     """The CRDs of manifests/crds installed and Established (NodeResourceTopology)."""
     return install_crds(api_client)
+
+
+@pytest.fixture(scope="session")
+def volcano_crd(api_client: client.ApiClient) -> list[str]:
+    """Volcano's Numatopology CRD, from the Volcano source its adapter builds from
+    (``schedulers/volcano/build.sh --crds``: extracted, not built), installed and
+    Established."""
+    script = Path(__file__).resolve().parents[1] / "schedulers" / "volcano" / "build.sh"
+    found = subprocess.run(
+        [str(script), "--crds"], check=True, capture_output=True, text=True
+    ).stdout.split()[-1]
+    return install_crds(api_client, files=[Path(found) / "nodeinfo.volcano.sh_numatopologies.yaml"])
 
 
 @pytest.fixture

@@ -144,7 +144,7 @@ def test_stop_leaves_no_process_or_file_behind() -> None:
     cp = ControlPlane(bin_dir=binaries_dir())
     cp.start()
     pids = [p.pid for p in cp._procs]
-    assert len(pids) == 2
+    assert len(pids) == 3  # etcd, kube-apiserver, kube-controller-manager
     cp.stop()
     assert not cp.workdir.exists()
     for pid in pids:

@@ -25,6 +25,16 @@ def test_wire_names_and_numbers() -> None:
     fields = {f.name: f.number for f in api_pb2.ContainerResources.DESCRIPTOR.fields}
     assert fields == {"name": 1, "devices": 2, "cpu_ids": 3, "memory": 4, "dynamic_resources": 5}
     assert api_pb2.NUMANode.DESCRIPTOR.fields_by_name["ID"].number == 1
+    claim = {f.name: f.number for f in api_pb2.ClaimResource.DESCRIPTOR.fields}
+    assert claim == {
+        "cdi_devices": 1,
+        "driver_name": 2,
+        "pool_name": 3,
+        "device_name": 4,
+        "share_id": 5,
+    }
+    dynamic = {f.name: f.number for f in api_pb2.DynamicResource.DESCRIPTOR.fields}
+    assert dynamic == {"claim_name": 2, "claim_namespace": 3, "claim_resources": 4}
     assert api_pb2.DESCRIPTOR.package == "v1"
     service = api_pb2.DESCRIPTOR.services_by_name["PodResourcesLister"]
     assert [m.name for m in service.methods] == ["List", "GetAllocatableResources", "Get"]

@@ -13,30 +13,21 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from fakenrt.commands.kubeaccess import kube_client
+from fakenrt.commands.params import (
+    DAY,
+    DURATION,
+    DURATION_HELP,
+    BindAddress,
+    Directory,
+    Duration,
+    Name,
+)
 from fakenrt.controller.settings import DEFAULT_CONTROLLER_NAME, ControllerSettings
-from fakenrt.durations import DurationError, parse_duration
 
 if TYPE_CHECKING:
     from fakenrt.controller.runner import Controller
 
-DURATION_HELP = "Durations: 30s, 1m30s, 250ms, or a number of seconds."
-
-
-class Duration(click.ParamType[float]):
-    name = "duration"
-
-    def convert(
-        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> float:
-        if isinstance(value, int | float):
-            return float(value)
-        try:
-            return parse_duration(str(value))
-        except DurationError as exc:
-            self.fail(str(exc), param, ctx)
-
-
-DURATION = Duration()
+WEEK = 7 * DAY
 #: The controller's API deadline (connect and read) and connection pool size.
 API_TIMEOUT_S = 30.0
 API_POOL_SIZE = 32
@@ -57,12 +48,13 @@ API_POOL_SIZE = 32
 )
 @click.option(
     "--state-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=Directory(),
     help="Per node <state-dir>/<node>/kubelet.sock (podresources gRPC) and "
     "<state-dir>/<node>/sys (sysfs tree) for numa-exporter. Omit to serve neither.",
 )
 @click.option(
     "--controller-name",
+    type=Name("label-value"),
     default=DEFAULT_CONTROLLER_NAME,
     show_default=True,
     help="Value of the fakenrt.io/controller label marking the nodes this controller owns; "
@@ -106,6 +98,22 @@ API_POOL_SIZE = 32
     "nrt.topologyPolicies overrides it per node.",
 )
 @click.option(
+    "--nrt-volcano/--no-nrt-volcano",
+    default=False,
+    show_default=True,
+    help="Also publish per node Volcano's Numatopology (nodeinfo.volcano.sh/v1alpha1) as "
+    "its resource-exporter writes it, from the same state and lag as the NRT (its CRD must "
+    "be installed). A profile's nrt.volcano overrides it per node.",
+)
+@click.option(
+    "--nrt-koordlet/--no-nrt-koordlet",
+    default=False,
+    show_default=True,
+    help="Write the NRT as Koordinator's koordlet does (v1alpha1, its annotations and "
+    "zones) instead of the topology exporter's v1alpha2. A profile's nrt.koordlet "
+    "overrides it per node.",
+)
+@click.option(
     "--nrt-refresh",
     type=DURATION,
     default=60.0,
@@ -122,7 +130,7 @@ API_POOL_SIZE = 32
 )
 @click.option(
     "--default-run-duration",
-    type=DURATION,
+    type=Duration(maximum=WEEK),
     default=None,
     help="How long a pod runs before it Succeeds and releases its resources, when it "
     "has no fakenrt.io/run-duration annotation (default: until deleted).",
@@ -136,21 +144,21 @@ API_POOL_SIZE = 32
 )
 @click.option(
     "--lease-duration",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=3600),
     default=40,
     show_default=True,
     help="leaseDurationSeconds of the node Leases in kube-node-lease.",
 )
 @click.option(
     "--lease-renew-interval",
-    type=DURATION,
+    type=Duration(positive=True, maximum=3600),
     default=10.0,
     show_default=True,
     help="How often each node's Lease is renewed.",
 )
 @click.option(
     "--node-status-interval",
-    type=DURATION,
+    type=Duration(positive=True),
     default=60.0,
     show_default=True,
     help="How often each node's status (conditions) is written again.",
@@ -175,6 +183,7 @@ API_POOL_SIZE = 32
 )
 @click.option(
     "--metrics-bind-address",
+    type=BindAddress(optional=True),
     default="",
     help="host:port (or :port) serving Prometheus /metrics: nodes, admissions by result, "
     "pods by stage, NRT changes pending, API writes by effect and result. "
@@ -260,12 +269,16 @@ def _serve(ctl: Controller, metrics_address: str) -> None:
 def run(kube: Any, **options: Any) -> None:
     from fakenrt.controller.registration import remove_nodes
     from fakenrt.controller.runner import Controller, RunOptions
+    from fakenrt.dra.slices import DeviceClassConflict, device_classes
     from fakenrt.profiles import ProfileError, load_profiles
 
     try:
         profiles = load_profiles(options["profile_path"])
+        device_classes(profiles)  # the drivers' classes must agree across nodes
     except ProfileError as exc:
         raise click.ClickException(str(exc)) from exc
+    except DeviceClassConflict as exc:
+        raise click.ClickException(f"{options['profile_path']}: {exc}") from exc
     try:
         settings = ControllerSettings(
             controller=options["controller_name"],
@@ -277,12 +290,14 @@ def run(kube: Any, **options: Any) -> None:
             nrt_refresh=options["nrt_refresh"],
             nrt_fingerprint_terminated_pods=options["nrt_fingerprint_terminated_pods"],
             nrt_topology_policies=options["nrt_topology_policies"],
+            nrt_volcano=options["nrt_volcano"],
+            nrt_koordlet=options["nrt_koordlet"],
             default_run_duration=options["default_run_duration"],
             lease_duration=options["lease_duration"],
             lease_renew_interval=options["lease_renew_interval"],
             node_status_interval=options["node_status_interval"],
         )
-    except ValueError as exc:
+    except ValueError as exc:  # options that disagree (e.g. a renew interval past the lease)
         raise click.UsageError(str(exc)) from exc
     ctl = Controller(
         kube,

@@ -13,10 +13,13 @@ from pathlib import Path
 import click
 
 from exporter import stopsignals
+from exporter.validation import quoted
 from fakenrt.commands.kubelet import InputError, pick_node
+from fakenrt.commands.params import Directory, Name, Number
 from fakenrt.deviceplugin.inventory import plugin_devices, resources
 from fakenrt.deviceplugin.server import DEFAULT_DIR, DevicePluginError, FakeDevicePlugin
 from fakenrt.profiles import ProfileError, load_profiles
+from fakenrt.profiles.names import extended_resource_problem
 
 
 def build_plugins(
@@ -85,26 +88,39 @@ def run(
                 plugin.stop()
 
 
+def _resources(
+    ctx: click.Context, param: click.Parameter, names: tuple[str, ...]
+) -> tuple[str, ...]:
+    for name in names:
+        problem = extended_resource_problem(name)
+        if problem:
+            raise click.BadParameter(f"{quoted(name)}: {problem}", ctx, param)
+    return names
+
+
 @click.command("device-plugin")
 @click.option("--profile", "profile_path", required=True, help="Node profile file (YAML).")
-@click.option("--node", default=None, help="Node of the profile (needed when it has several).")
+@click.option(
+    "--node", type=Name(), default=None, help="Node of the profile (needed when it has several)."
+)
 @click.option(
     "--resource",
     "names",
     multiple=True,
+    callback=_resources,
     help="Device resource to advertise (repeatable; default: every device resource).",
 )
 @click.option(
     "--dir",
     "plugin_dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=Directory(relative=False, create=False),
     default=DEFAULT_DIR,
     show_default=True,
     help="The kubelet's device-plugins directory (holds kubelet.sock).",
 )
 @click.option(
     "--register-timeout",
-    type=click.FloatRange(min=0.1, max=3600),
+    type=Number(minimum=0.1, maximum=3600),
     default=10.0,
     show_default=True,
     help="Seconds to wait for the kubelet's registration socket to answer.",

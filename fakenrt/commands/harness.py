@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 import yaml
 
+from fakenrt.commands.params import HostPath, Name
 from fakenrt.harness import HarnessError, exporter_deployments
 
 HEADER = (
@@ -39,18 +40,21 @@ def harness() -> None:
 )
 @click.option(
     "--state-dir",
+    type=HostPath(),
     default="/var/lib/fakenrt/harness",
     show_default=True,
     help="The controller's --state-dir on its host (a hostPath shared with the exporters).",
 )
 @click.option(
     "--namespace",
+    type=Name("label"),
     default="numa-harness",
     show_default=True,
     help="Namespace of the exporter Deployments (the harness's).",
 )
 @click.option(
     "--service-account",
+    type=Name(),
     default="fakenrt-exporter",
     show_default=True,
     help="ServiceAccount of the exporter pods.",
@@ -73,10 +77,15 @@ def exporters(
         profiles = load_profiles(profile_path)
     except ProfileError as exc:
         raise click.ClickException(str(exc)) from None
+    from fakenrt.textfiles import TextFileError, read_text
+    from fakenrt.yamltext import YamlError, load_all
+
     try:
-        docs = [d for d in yaml.safe_load_all(daemonset_path.read_text()) if d]
-    except (OSError, yaml.YAMLError) as exc:
-        raise click.ClickException(f"{daemonset_path}: cannot read: {exc}") from None
+        docs = load_all(read_text(daemonset_path))
+    except TextFileError as exc:
+        raise click.ClickException(str(exc)) from None
+    except YamlError as exc:
+        raise click.ClickException(f"{daemonset_path}: {exc}") from None
     daemonsets = [d for d in docs if isinstance(d, dict) and d.get("kind") == "DaemonSet"]
     if len(daemonsets) != 1:
         raise click.ClickException(

@@ -19,17 +19,19 @@ def kube_client(kubeconfig: Path | None, *, component: str, **client_options: An
     import ssl
 
     from exporter.kubeclient import KubeClient
-    from exporter.kubeconfig import KubeconfigError, default_config, from_kubeconfig
+    from exporter.kubesettings import KubeconfigError, default_config, from_kubeconfig
+    from exporter.kubetoken import CredentialError
     from fakenrt import __version__
-    from fakenrt.textfiles import TextFileError, read_text
 
     where = str(kubeconfig) if kubeconfig is not None else "default Kubernetes configuration"
     try:
-        if kubeconfig is not None:
-            read_text(kubeconfig)  # bounded, UTF-8: /dev/zero or a binary is refused here
+        # bounded: a kubeconfig or a file it names that is /dev/zero, huge, binary or not
+        # YAML is refused here, in one line naming it
         config = default_config() if kubeconfig is None else from_kubeconfig(kubeconfig)
-        return KubeClient(config, user_agent=f"{component}/{__version__}", **client_options)
-    except (KubeconfigError, TextFileError) as exc:
+        kube = KubeClient(config, user_agent=f"{component}/{__version__}", **client_options)
+        kube.check_credentials()  # the token file read, the exec plugin run: bounded
+        return kube
+    except (KubeconfigError, CredentialError) as exc:
         detail = " ".join(str(exc).split())  # YAML errors span lines
         raise click.ClickException(f"cannot load a Kubernetes configuration: {detail}") from None
     except (OSError, ssl.SSLError) as exc:

@@ -12,9 +12,13 @@ from dataclasses import dataclass
 
 import click
 
-from fakenrt.commands.podfiles import InputError, parse_pods, read_pods
+from exporter.validation import quoted
+from fakenrt.commands.params import Name, listed
+from fakenrt.commands.podfiles import InputError, parse_pods, read_pods_and_claims
+from fakenrt.dra.claims import ResourceClaim
 from fakenrt.kubelet.allocation import AdmissionResult
 from fakenrt.kubelet.explain import SHOWN_HINTS, render_text, result_json
+from fakenrt.kubelet.explain_dra import DraOutcome, outcome
 from fakenrt.kubelet.node import NodeState
 from fakenrt.profiles import ProfileError, load_profiles
 from fakenrt.profiles.model import NodeProfile
@@ -28,12 +32,12 @@ def pick_node(profiles: Sequence[NodeProfile], name: str | None, *, source: str)
         if len(profiles) == 1:
             return profiles[0]
         raise InputError(
-            f"{source} has {len(profiles)} nodes ({', '.join(names)}): pick one with --node"
+            f"{source} has {len(profiles)} nodes ({listed(names)}): pick one with --node"
         )
     for p in profiles:
         if p.name == name:
             return p
-    raise InputError(f"{source}: no node named {name!r} (nodes: {', '.join(names)})")
+    raise InputError(f"--node {quoted(name)}: no such node in {source} (nodes: {listed(names)})")
 
 
 def new_node_state(profile: NodeProfile, *, source: str) -> NodeState:
@@ -47,27 +51,45 @@ def new_node_state(profile: NodeProfile, *, source: str) -> NodeState:
 class Explained:
     profile: NodeProfile
     results: tuple[AdmissionResult, ...]
+    #: Per result: what became of the pod's ResourceClaims (None: none, or rejected).
+    dra: tuple[DraOutcome | None, ...] = ()
 
 
 def run(*, profile_path: str, node: str | None, pod_paths: Sequence[str]) -> Explained:
-    """Admit the pods in order on the chosen node. Raises :class:`InputError`."""
+    """Admit the pods in order on the chosen node, each admitted pod's ResourceClaims
+    prepared right after its admission (claims given in the same files, as allocated by
+    the scheduler). Raises :class:`InputError`."""
     try:
         profiles = load_profiles(profile_path)
     except ProfileError as exc:
         raise InputError(str(exc)) from None
     profile = pick_node(profiles, node, source=profile_path)
-    pods = read_pods(pod_paths)
+    pods, claims = read_pods_and_claims(pod_paths)
+    by_name: dict[tuple[str, str], ResourceClaim] = {(c.namespace, c.name): c for c in claims}
     state = new_node_state(profile, source=profile_path)
-    return Explained(profile, tuple(state.admit(p) for p in pods))
+    results: list[AdmissionResult] = []
+    dra: list[DraOutcome | None] = []
+    for pod in pods:
+        result = state.admit(pod)
+        results.append(result)
+        if not result.admit or not pod.resource_claims:
+            dra.append(None)
+            continue
+        error = state.prepare(pod.key, lambda ns, name: by_name.get((ns, name)))
+        dra.append(outcome(profile, state.allocations()[pod.key], error))
+    return Explained(profile, tuple(results), tuple(dra))
 
 
 def render(explained: Explained, *, as_json: bool, verbose: bool = False) -> str:
     profile = explained.profile
+    pairs = list(
+        zip(explained.results, explained.dra or [None] * len(explained.results), strict=True)
+    )
     if as_json:
         return json.dumps(
-            [result_json(r, profile, verbose=verbose) for r in explained.results], indent=2
+            [result_json(r, profile, verbose=verbose, dra=d) for r, d in pairs], indent=2
         )
-    return "\n\n".join(render_text(r, profile, verbose=verbose) for r in explained.results)
+    return "\n\n".join(render_text(r, profile, verbose=verbose, dra=d) for r, d in pairs)
 
 
 @click.group("kubelet")
@@ -84,7 +106,10 @@ def kubelet() -> None:
     help="Node profile YAML file (one or more nodes).",
 )
 @click.option(
-    "--node", default=None, help="Node of the profile file; required when it has several."
+    "--node",
+    type=Name(),
+    default=None,
+    help="Node of the profile file; required when it has several.",
 )
 @click.option(
     "--pod",
@@ -92,7 +117,8 @@ def kubelet() -> None:
     required=True,
     multiple=True,
     type=click.Path(dir_okay=False),
-    help="Pod manifest YAML (multi-document allowed); repeat for more. Admitted in order.",
+    help="Pod manifest YAML (multi-document allowed); repeat for more. Admitted in order. "
+    "May also hold the ResourceClaims (resource.k8s.io/v1, with their allocation) the pods use.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON array, one object per pod.")
 @click.option(
@@ -111,7 +137,8 @@ def explain(
     verbose: bool,
 ) -> None:
     """Say what the kubelet decides for each pod - admit or reject, and which CPUs,
-    devices and memory each container receives - and why."""
+    devices and memory each container receives - and why; for pods with ResourceClaims,
+    whether the kubelet can prepare them and whether the pod will run misaligned."""
     try:
         explained = run(profile_path=profile_path, node=node, pod_paths=pod_paths)
     except InputError as exc:

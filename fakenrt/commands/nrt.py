@@ -8,8 +8,18 @@ from pathlib import Path
 import click
 import yaml
 
-from fakenrt.commands.controller import DURATION, DURATION_HELP
+from exporter.validation import quoted
 from fakenrt.commands.kubelet import new_node_state, pick_node
+from fakenrt.commands.params import (
+    DURATION,
+    DURATION_HELP,
+    BindAddress,
+    Duration,
+    Name,
+    NodePath,
+    OutputFile,
+    listed,
+)
 from fakenrt.commands.podfiles import InputError, read_pods
 from fakenrt.kubelet.node import NodeState
 from fakenrt.nrt.loaded import (
@@ -37,6 +47,7 @@ def nrt() -> None:
 @click.option(
     "--node",
     "node_names",
+    type=Name(),
     multiple=True,
     help="Render only this node (repeatable); default: every node of the profile.",
 )
@@ -52,7 +63,7 @@ def nrt() -> None:
 @click.option(
     "--pods-out",
     "pods_out",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=OutputFile(),
     help="With --pod: write the pods on the node here (multi-document YAML): the pods "
     "standing for the profile's foreign `allocated`, then the admitted ones, bound to the "
     "node, Running, with the annotations the exporter would write - the --pods-on-node "
@@ -87,7 +98,7 @@ def render(
     unknown = [n for n in node_names if n not in by_name]
     if unknown:
         raise click.BadParameter(
-            f"no node {unknown[0]!r} in {profile_path}; nodes: {', '.join(by_name)}",
+            f"no node {quoted(unknown[0])} in {profile_path}; nodes: {listed(list(by_name))}",
             param_hint="--node",
         )
     if pods_out is not None and not pod_paths:
@@ -149,13 +160,14 @@ def _render_loaded(
 @click.option(
     "--node",
     "node_name",
+    type=Name(),
     envvar="NODE_NAME",
     help="The node to publish for: its NodeResourceTopology is named after it "
     "(default: $NODE_NAME, as the DaemonSet sets it from the downward API).",
 )
 @click.option(
     "--podresources-socket",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=NodePath(socket=True),
     default=Path("/var/lib/kubelet/pod-resources/kubelet.sock"),
     show_default=True,
     help="The kubelet's podresources socket (GetAllocatableResources and List are read "
@@ -163,7 +175,7 @@ def _render_loaded(
 )
 @click.option(
     "--sysfs-root",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=NodePath(directory=True),
     default=Path("/sys"),
     show_default=True,
     help="The host's /sys: NUMA nodes from devices/system/node/node<N>/ (cpulist, "
@@ -171,7 +183,7 @@ def _render_loaded(
 )
 @click.option(
     "--kubelet-config",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=NodePath(),
     default=Path("/var/lib/kubelet/config.yaml"),
     show_default=True,
     help="The kubelet's KubeletConfiguration file: Topology Manager policy and scope, "
@@ -209,13 +221,14 @@ def _render_loaded(
 @click.option(
     "--poll-interval",
     "poll_interval_s",
-    type=DURATION,
+    type=Duration(positive=True, maximum=3600),
     default=1.0,
     show_default=True,
     help="How often the node is read.",
 )
 @click.option(
     "--health-bind-address",
+    type=BindAddress(optional=True),
     default="",
     help="host:port (or :port) serving /healthz (the poll loop runs) and /readyz (the "
     "last polls read the node and reached the API server). Default: no server.",
@@ -271,19 +284,11 @@ def publish(
     import logging
     import sys
 
-    from exporter.health import parse_bind_address
     from fakenrt.commands.kubeaccess import kube_client
     from fakenrt.nrtpub.daemon import BindError, PublisherOptions, serve
 
-    if not node_name:
+    if node_name is None:
         raise click.UsageError("--node is required (or set NODE_NAME)")
-    if poll_interval_s <= 0:
-        raise click.BadParameter("must be more than 0", param_hint="--poll-interval")
-    if health_bind_address:
-        try:
-            parse_bind_address(health_bind_address)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--health-bind-address") from None
     logging.basicConfig(
         level=log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -2,30 +2,38 @@
 read and validated as the API server would before any kubelet or scheduler sees them.
 
 A file holds one or more YAML documents; a ``kind: List`` (or ``PodList``, as ``kubectl
-get pods -o yaml`` prints) is expanded into its items. Every pod passes, in order:
-
-1. strict field validation against the Pod schema (:mod:`fakenrt.podspec` only reads the
-   fields it needs; :mod:`fakenrt.podschema` refuses unknown fields and wrong types);
-2. the reading itself (:func:`fakenrt.podspec.pod_from_manifest`: names, quantities);
-3. the API server's rules on container resources (:mod:`fakenrt.kubelet.podcheck`).
+get pods -o yaml`` prints) is expanded into its items. Every pod passes the one rule of
+:mod:`fakenrt.podvalidation` (strict fields, the reading, the API server's rules on
+container resources), as ``fakenrt simulate``'s traces do.
 
 Every error is one line naming the file (and document), the pod and the field.
+
+``kubelet explain`` also takes the ResourceClaims its pods use, as resource.k8s.io/v1
+documents in the same files (``kubectl get resourceclaim -o yaml``, with the allocation
+the scheduler wrote), strictly validated against the ResourceClaim schema; where only
+pods are read, such documents are validated and left out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import yaml
-
-from fakenrt.kubelet.podcheck import api_errors
+from fakenrt.dra.claims import ClaimSpecError, ResourceClaim, claim_from_manifest
 from fakenrt.podschema import check_manifest
-from fakenrt.podspec import PodSpec, PodSpecError, pod_from_manifest
+from fakenrt.podspec import PodSpec
+from fakenrt.podvalidation import PodInvalid
+from fakenrt.podvalidation import validated_pod as _validated_pod
 from fakenrt.profiles.loading import load_yaml_documents
 from fakenrt.textfiles import TextFileError, read_text
+from fakenrt.yamltext import YamlError
 
-LIST_KINDS = ("List", "PodList")
+LIST_KINDS = ("List", "PodList", "ResourceClaimList")
+CLAIM_KIND = "ResourceClaim"
+#: Pods (and their ResourceClaims) one command reads: a node runs at most its maxPods
+#: (110 by default, a few hundred where raised); each pod costs about a millisecond to
+#: validate and admit.
+MAX_PODS = 1000
 
 
 class InputError(ValueError):
@@ -36,8 +44,8 @@ def manifests_in(text: str, *, source: str) -> list[tuple[str, Any]]:
     """The manifests of a YAML text, each with the label to name it by in errors."""
     try:
         documents = load_yaml_documents(text)
-    except yaml.YAMLError as exc:
-        raise InputError(f"{source}: not valid YAML: {' '.join(str(exc).split())}") from None
+    except YamlError as exc:
+        raise InputError(f"{source}: {exc}") from None
     found: list[tuple[int, int | None, Any]] = []
     for i, doc in enumerate(documents):
         if isinstance(doc, Mapping) and doc.get("kind") in LIST_KINDS:
@@ -47,6 +55,11 @@ def manifests_in(text: str, *, source: str) -> list[tuple[str, Any]]:
             found.extend((i, j, item) for j, item in enumerate(items))
         else:
             found.append((i, None, doc))
+    if len(found) > MAX_PODS:
+        raise InputError(
+            f"{source}: {len(found)} pods; fakenrt reads at most {MAX_PODS} (a node runs at "
+            "most its maxPods, 110 by default)"
+        )
     several = len(documents) > 1
     out: list[tuple[str, Any]] = []
     for i, j, manifest in found:
@@ -55,35 +68,31 @@ def manifests_in(text: str, *, source: str) -> list[tuple[str, Any]]:
     return out
 
 
-def _pod_name(manifest: Any) -> str:
-    meta = manifest.get("metadata") if isinstance(manifest, Mapping) else None
-    if isinstance(meta, Mapping) and isinstance(meta.get("name"), str):
-        namespace = meta.get("namespace") or "default"
-        return f": pod {namespace}/{meta['name']}"
-    return ""
-
-
 def validated_pod(manifest: Any, *, source: str) -> PodSpec:
-    """``manifest`` as a pod, if the API server would accept it. Raises InputError."""
-    problem = check_manifest(manifest)
-    if problem is not None:
-        raise InputError(f"{source}{_pod_name(manifest)}: strict decoding error: {problem}")
+    """``manifest`` as a pod, if the API server would accept it (the one rule,
+    :func:`fakenrt.podvalidation.validated_pod`). Raises InputError."""
     try:
-        pod = pod_from_manifest(manifest, source=source)
-    except PodSpecError as exc:
+        return _validated_pod(manifest, source=source)
+    except PodInvalid as exc:
         raise InputError(str(exc)) from None
-    errors = api_errors(pod, source=source)
-    if errors:
-        raise InputError("; ".join(errors))
-    return pod
 
 
 def parse_pods(text: str, *, source: str) -> list[PodSpec]:
-    """Every Pod of a (multi-document) YAML text, validated."""
+    """Every Pod of a (multi-document) YAML text, validated (ResourceClaims in it are
+    validated and left out)."""
     manifests = manifests_in(text, source=source)
-    if not manifests:
+    pods = [validated_pod(m, source=label) for label, m in manifests if _is_pod(m, source=label)]
+    if not pods:
         raise InputError(f"{source}: no Pod found")
-    return [validated_pod(m, source=label) for label, m in manifests]
+    return pods
+
+
+def _is_pod(manifest: Any, *, source: str) -> bool:
+    """False for a ResourceClaim (validated), True for anything else (read as a Pod)."""
+    if isinstance(manifest, Mapping) and manifest.get("kind") == CLAIM_KIND:
+        validated_claim(manifest, source=source)
+        return False
+    return True
 
 
 def read_manifests(path: str) -> list[tuple[str, Any]]:
@@ -95,18 +104,51 @@ def read_manifests(path: str) -> list[tuple[str, Any]]:
     return manifests_in(text, source=path)
 
 
-def read_pods(paths: Iterable[str]) -> list[PodSpec]:
-    """Every pod of the files, in order; a pod given twice is an error."""
+def read_pods(paths: Sequence[str]) -> list[PodSpec]:
+    """Every pod of the files, in order; a pod given twice is an error. ResourceClaims
+    in them are validated and left out."""
+    return read_pods_and_claims(paths)[0]
+
+
+def validated_claim(manifest: Any, *, source: str) -> ResourceClaim:
+    """``manifest`` as a ResourceClaim, if the API server would accept it."""
+    problem = check_manifest(manifest, claim=True)
+    if problem is not None:
+        raise InputError(f"{source}: ResourceClaim: strict decoding error: {problem}")
+    try:
+        return claim_from_manifest(manifest, source=source)
+    except ClaimSpecError as exc:
+        raise InputError(str(exc)) from None
+
+
+def read_pods_and_claims(paths: Sequence[str]) -> tuple[list[PodSpec], list[ResourceClaim]]:
+    """Every pod and every ResourceClaim of the files, in order; a pod or claim given
+    twice is an error, and so is a file with neither."""
     pods: list[PodSpec] = []
+    claims: list[ResourceClaim] = []
     seen: dict[str, str] = {}
     for path in paths:
         manifests = read_manifests(path)
         if not manifests:
             raise InputError(f"{path}: no Pod found")
+        if len(pods) + len(manifests) > MAX_PODS:
+            raise InputError(f"{path}: more than {MAX_PODS} pods and claims in the files given")
         for label, manifest in manifests:
-            pod = validated_pod(manifest, source=label)
-            if pod.key in seen:
-                raise InputError(f"{path}: pod {pod.key} is already given in {seen[pod.key]}")
-            seen[pod.key] = path
-            pods.append(pod)
-    return pods
+            if isinstance(manifest, Mapping) and manifest.get("kind") == CLAIM_KIND:
+                claim = validated_claim(manifest, source=label)
+                key = f"ResourceClaim {claim.key}"
+                item: PodSpec | ResourceClaim = claim
+            else:
+                pod = validated_pod(manifest, source=label)
+                key = f"pod {pod.key}"
+                item = pod
+            if key in seen:
+                raise InputError(f"{path}: {key} is already given in {seen[key]}")
+            seen[key] = path
+            if isinstance(item, ResourceClaim):
+                claims.append(item)
+            else:
+                pods.append(item)
+    if not pods:
+        raise InputError(f"{', '.join(paths)}: no Pod found")
+    return pods, claims

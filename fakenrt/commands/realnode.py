@@ -13,9 +13,11 @@ from pathlib import Path
 import click
 
 from fakenrt.commands.kubelet import InputError, pick_node
+from fakenrt.commands.params import Directory, Image, KindClusterName, Name
 from fakenrt.profiles import ProfileError, load_profiles
 from fakenrt.realnode.machine import RenderError
 from fakenrt.realnode.writing import render_cluster
+from fakenrt.textfiles import TextFileError, read_text
 
 DEFAULT_CLUSTER = "numa-testkit-realnode"
 DEFAULT_IMAGE = "numa-testkit/numa-testkit:local"
@@ -26,8 +28,10 @@ def run(
 ) -> list[Path]:
     try:
         profiles = load_profiles(profile_path)
-        text = Path(profile_path).read_text(encoding="utf-8")
+        text = read_text(profile_path)
     except ProfileError as exc:
+        raise InputError(str(exc)) from None
+    except TextFileError as exc:  # changed since it was read
         raise InputError(str(exc)) from None
     chosen = [pick_node(profiles, n, source=profile_path) for n in nodes] or list(profiles)
     try:
@@ -48,21 +52,28 @@ def realnode() -> None:
 @click.option(
     "--node",
     "nodes",
+    type=Name(),
     multiple=True,
     help="Node of the profile to render (repeatable; default: every node).",
 )
 @click.option(
     "--out",
     required=True,
-    type=click.Path(file_okay=False, path_type=Path),
+    type=Directory(),
     help="Output directory: one sub-directory per node, kind-cluster.yaml, "
-    "device-plugins.yaml (a node's directory is replaced).",
+    "device-plugins.yaml, dra-plugins.yaml for nodes with DRA drivers (a node's directory "
+    "is replaced).",
 )
 @click.option(
-    "--cluster", default=DEFAULT_CLUSTER, show_default=True, help="The Kind cluster's name."
+    "--cluster",
+    type=KindClusterName(),
+    default=DEFAULT_CLUSTER,
+    show_default=True,
+    help="The Kind cluster's name.",
 )
 @click.option(
     "--image",
+    type=Image(),
     default=DEFAULT_IMAGE,
     show_default=True,
     help="The project image the device plugin Pods run (loaded into the cluster).",

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 
 from exporter.kubeerrors import ApiError
 from exporter.quantities import QuantityError
 from fakenrt.commands.kubeaccess import kube_client
+from fakenrt.commands.params import Name, Number
 from fakenrt.commands.podfiles import InputError, read_manifests, validated_pod
 from fakenrt.podspec import PodSpecError
 from fakenrt.profiles.loading import load_yaml_documents
@@ -21,7 +21,9 @@ from fakenrt.scheduler.args import ArgsError, PluginArgs, parse_args
 from fakenrt.scheduler.nrt import NRTError
 from fakenrt.scheduler.oneshot import evaluate_on_node
 from fakenrt.scheduler.reconstruction import ReconstructionError
+from fakenrt.scheduler.selector import SelectorError, check_selector
 from fakenrt.textfiles import TextFileError, read_text
+from fakenrt.yamltext import YamlError
 
 
 def _load_documents(path: Path) -> list[Any]:
@@ -32,9 +34,8 @@ def _load_documents(path: Path) -> list[Any]:
         raise click.ClickException(str(exc)) from None
     try:
         return load_yaml_documents(text)
-    except yaml.YAMLError as exc:
-        detail = " ".join(str(exc).split())
-        raise click.ClickException(f"{path}: not valid YAML: {detail}") from None
+    except YamlError as exc:
+        raise click.ClickException(f"{path}: {exc}") from None
 
 
 def _load_one(path: Path, what: str) -> Mapping[str, Any]:
@@ -172,6 +173,15 @@ def evaluate(
         click.echo("note: --pods-on-node is not used with reconstructAvailable: false", err=True)
 
 
+def _selector(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        try:
+            check_selector(value)
+        except SelectorError as exc:
+            raise click.BadParameter(str(exc), ctx, param) from None
+    return value
+
+
 @scheduler.command("run")
 @click.option(
     "--kubeconfig",
@@ -182,6 +192,7 @@ def evaluate(
 )
 @click.option(
     "--scheduler-name",
+    type=Name(),
     default="numa-reference",
     show_default=True,
     help="Schedule pods whose spec.schedulerName is this.",
@@ -189,12 +200,13 @@ def evaluate(
 @_ARGS_OPTION
 @click.option(
     "--node-selector",
+    callback=_selector,
     default=None,
     help="Only consider nodes matching this label selector (e.g. pool=gpu).",
 )
 @click.option(
     "--period",
-    type=click.FloatRange(min=0.05),
+    type=Number(minimum=0.05, maximum=3600),
     default=1.0,
     show_default=True,
     help="Seconds between scheduling cycles (a pod change starts one sooner).",

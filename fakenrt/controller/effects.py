@@ -13,6 +13,7 @@ from typing import Any
 
 from fakenrt.kubelet.allocation import PodAllocation
 from fakenrt.kubelet.memory_checkpoint import MemoryCheckpoint, encode_memory_checkpoint
+from fakenrt.nrt.koordlet import KoordinatorPod
 
 
 class Rendered(Mapping[str, Any]):
@@ -99,11 +100,16 @@ class CreatePod:
 @dataclass(frozen=True)
 class NrtSnapshot:
     """What a publication of a fake node's NRT renders: the zones' usage and the pods
-    counted in it."""
+    counted in it, and for the other agents' formats the allocations themselves and what
+    koordlet reads of the pods holding them."""
 
     usage: Mapping[int, Mapping[str, int]]
     #: ``namespace/name`` of the pods holding exclusive resources (the fingerprint's set).
     pods: tuple[str, ...]
+    #: Every pod holding resources on the node (the foreign ones first).
+    allocations: tuple[PodAllocation, ...] = ()
+    #: ``namespace/name`` -> what koordlet reads of the pod's object.
+    koordinator: Mapping[str, KoordinatorPod] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -117,6 +123,16 @@ class PublishNrt:
     #: The fake node's state the body renders (an in-process reader takes it as it is,
     #: without reading the body back); None when the body comes from elsewhere.
     snapshot: NrtSnapshot | None = None
+
+
+@dataclass(frozen=True)
+class PublishNumatopology:
+    """Create or update the node's Volcano ``Numatopology`` object with ``body``
+    (``nrt.volcano``)."""
+
+    node: str
+    body: Mapping[str, Any]
+    refresh: bool = False
 
 
 @dataclass(frozen=True)
@@ -184,6 +200,7 @@ Effect = (
     | DeletePod
     | CreatePod
     | PublishNrt
+    | PublishNumatopology
     | ServePodResources
     | WithdrawPodResources
     | RecordNodeEvent

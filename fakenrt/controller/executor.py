@@ -26,6 +26,7 @@ from fakenrt.controller.effects import (
     Effect,
     PatchPodStatus,
     PublishNrt,
+    PublishNumatopology,
     RecordMemoryCheckpoint,
     RecordNodeEvent,
     RecordPodEvent,
@@ -54,7 +55,9 @@ _Item = Effect | _Latest
 #: Effects carried out at once by the caller's callback (the podresources sockets).
 SocketEffect = ServePodResources | WithdrawPodResources
 #: Node-level writes of which only the newest matters.
-_COALESCED = PublishNrt | RenewLease | ReportNodeStatus | RecordMemoryCheckpoint
+_COALESCED = (
+    PublishNrt | PublishNumatopology | RenewLease | ReportNodeStatus | RecordMemoryCheckpoint
+)
 
 
 def _shard_key(effect: Effect) -> str:
@@ -82,11 +85,13 @@ class Executor:
         node_uids: dict[str, str],
         serve_pod_resources: Callable[[SocketEffect], None],
         rng: random.Random,
+        numatopology: NrtWriter | None = None,
     ) -> None:
         if workers < 1:
             raise ValueError("workers must be at least 1")
         self._kube = kube
         self._nrt = nrt
+        self._numatopology = numatopology
         self._lease_duration = lease_duration
         self._node_uids = node_uids
         self._serve = serve_pod_resources
@@ -205,6 +210,10 @@ class Executor:
             create_pod(self._kube, effect)
         elif isinstance(effect, PublishNrt):
             self._nrt.publish(effect)
+        elif isinstance(effect, PublishNumatopology):
+            if self._numatopology is None:
+                raise ApiError(0, "no Numatopology writer: Volcano's objects are not published")
+            self._numatopology.publish(effect)
         elif isinstance(effect, RenewLease):
             uid = self._node_uids.get(effect.node, "")
             renew_lease(self._kube, effect, node_uid=uid, duration_s=self._lease_duration)

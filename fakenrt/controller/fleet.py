@@ -15,11 +15,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from fakenrt.controller.effects import Effect, RenewLease, ReportNodeStatus
-from fakenrt.controller.node import REFRESH, NodeModel, TimerKey
+from fakenrt.controller.node import REFRESH, NodeModel, Stage, TimerKey
 from fakenrt.controller.nodeobjects import NodeIdentity, node_status
 from fakenrt.controller.pods import ObservedPod, observe_pod, recovery_order
 from fakenrt.controller.settings import ControllerSettings
 from fakenrt.controller.timers import TimerQueue
+from fakenrt.dra.claims import ClaimSpecError, ResourceClaim, claim_from_manifest
 from fakenrt.podspec import TERMINAL_PHASES
 from fakenrt.profiles.model import NodeProfile
 
@@ -35,6 +36,8 @@ def _echo(model: NodeModel, manifest: Mapping[str, Any]) -> bool:
     tracked = model.pods.get(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
     if tracked is None or tracked.pod.uid != meta.get("uid") or meta.get("deletionTimestamp"):
         return False
+    if tracked.stage is Stage.PREPARING:
+        return False  # its claim statuses may have changed
     phase = (manifest.get("status") or {}).get("phase")
     return not (tracked.holds and phase in TERMINAL_PHASES)
 
@@ -52,21 +55,57 @@ class Fleet:
         self.settings = settings
         self.clock = clock
         self.timers: TimerQueue[TimerKey] = TimerQueue()
+        #: Every ResourceClaim of the cluster, by ``namespace/name`` (the claim watch).
+        self.claims: dict[str, ResourceClaim] = {}
         self.nodes: dict[str, NodeModel] = {
-            profile.name: NodeModel(profile, identity, settings, self.timers)
+            profile.name: NodeModel(profile, identity, settings, self.timers, self.claim)
             for profile, identity in nodes
         }
         # Heartbeat phases are spread over the interval so 500 nodes do not renew at once.
         self._phases = random.Random(f"{settings.seed}/heartbeats")
         self._since = clock()
 
+    def claim(self, namespace: str, name: str) -> ResourceClaim | None:
+        """A ResourceClaim as last seen (what a kubelet's GET of the claim returns)."""
+        return self.claims.get(f"{namespace}/{name}")
+
+    def claim_event(self, kind: str, manifest: Mapping[str, Any]) -> list[Effect]:
+        """One watch event for a ResourceClaim. A pod that could not be prepared moments
+        ago (the watch trailing the pod's binding) is prepared again at once; later ones
+        wait for their retry, as a kubelet does (it does not watch claims)."""
+        try:
+            claim = claim_from_manifest(manifest, source="watch")
+        except ClaimSpecError:
+            return []
+        if kind == "DELETED":
+            self.claims.pop(claim.key, None)
+            return []
+        self.claims[claim.key] = claim
+        now = self.clock()
+        effects: list[Effect] = []
+        for model in self.nodes.values():
+            effects += model.claim_changed(claim.namespace, claim.name, now)
+        return effects
+
+    def claims_list(self, items: Iterable[Mapping[str, Any]]) -> list[Effect]:
+        """A full list of ResourceClaims (at start, after the claim watch was lost)."""
+        self.claims = {}
+        effects: list[Effect] = []
+        for manifest in items:
+            effects += self.claim_event("ADDED", manifest)
+        return effects
+
     def start(
-        self, pods: Iterable[Mapping[str, Any]], recorded: Mapping[str, str] | None = None
+        self,
+        pods: Iterable[Mapping[str, Any]],
+        recorded: Mapping[str, str] | None = None,
+        claims: Iterable[Mapping[str, Any]] = (),
     ) -> list[Effect]:
         """Rebuild every node from the pods on the API and its recorded Memory Manager
         state (``recorded``: node -> the Node's annotation, where present) at controller
-        start, publish every node's NRT and podresources at once, and arm the periodic
-        timers."""
+        start, with the ResourceClaims on the API (``claims``), publish every node's NRT
+        and podresources at once, and arm the periodic timers."""
+        self.claims_list(claims)
         now = self.clock()
         effects = self._recover(pods, recorded or {}, now)
         for model in self.nodes.values():

@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from exporter.health import parse_bind_address
+from exporter.endpoints import parse_bind_address
 from fakenrt import __version__
 
 PREFIX = "fakenrt_controller"
@@ -29,7 +29,7 @@ class Snapshot:
     nodes: int = 0
     admitted: int = 0
     rejected: int = 0
-    #: stage (starting, running, rejected, succeeded) -> pods tracked.
+    #: stage (preparing, starting, running, rejected, succeeded) -> pods tracked.
     pods: Mapping[str, int] = field(default_factory=dict)
     pending_nrt_changes: int = 0
     #: executor counters: "<Effect>" (ok), "<Effect>:retry", "<Effect>:error", "...:gone".

@@ -7,6 +7,15 @@ and answers with :mod:`effects`; it performs no I/O. Timers live in a queue shar
 the fleet, keyed ``(kind, node, pod key)``. With the static Memory Manager it records the
 manager's checkpoint on the Node and, at start, refuses to run on one the kubelet would
 refuse (:meth:`NodeModel.recover`): the node then stays down, like a kubelet that exits.
+An admitted pod's ResourceClaims are prepared before it starts (``fakenrt.kubelet.dra``);
+while they cannot be, the pod stays Pending holding its resources, with the kubelet's
+``FailedPrepareDynamicResources`` event, and is retried as the kubelet's pod worker
+retries a failed sync (every 10 s plus up to 50 % jitter). The kubelet reads a claim from
+the API server when it prepares; the controller reads its claim watch, which can trail the
+pod watch by a moment (the scheduler writes a claim's allocation just before binding the
+pod). So a first failure is held back for :data:`PREPARE_GRACE_S`, during which a change
+of the pod or of one of its claims retries at once; only a failure that outlasts it is the
+kubelet's (event, backoff).
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from fakenrt.controller.effects import (
     NrtSnapshot,
     PatchPodStatus,
     PublishNrt,
+    PublishNumatopology,
     RecordMemoryCheckpoint,
     RecordNodeEvent,
     RecordPodEvent,
@@ -51,6 +61,8 @@ from fakenrt.controller.timers import TimerQueue
 from fakenrt.durations import DurationError, parse_duration
 from fakenrt.kubelet.allocation import UNEXPECTED_ADMISSION_ERROR, PodAllocation
 from fakenrt.kubelet.allocation_codec import decode_allocation, encode_allocation
+from fakenrt.kubelet.dra import FAILED_PREPARE, ClaimLookup, ClaimProblem, claim_names
+from fakenrt.kubelet.explain_dra import pending_message
 from fakenrt.kubelet.memory_checkpoint import (
     MemoryCheckpoint,
     MemoryCheckpointError,
@@ -59,7 +71,9 @@ from fakenrt.kubelet.memory_checkpoint import (
 )
 from fakenrt.kubelet.node import NodeState
 from fakenrt.nrt import render_nrt
+from fakenrt.nrt.koordlet import render_koordlet_nrt
 from fakenrt.nrt.loaded import exclusive_pods, foreign_pods, holds_exclusive, node_allocations
+from fakenrt.nrt.volcano import render_numatopology
 from fakenrt.podspec import PodSpec
 from fakenrt.profiles.model import NodeProfile
 
@@ -73,12 +87,20 @@ MEMORY_STATE_UNREADABLE = "MemoryManagerStateUnreadable"
 
 TimerKey = tuple[str, str, str]
 START, COMPLETE, PUBLISH, REFRESH = "start", "complete", "publish", "refresh"
+PREPARE = "prepare"
+#: The kubelet's pod worker retries a failed sync after ``backOffPeriod`` (10 s,
+#: ``pkg/kubelet/kubelet.go``) with jitter factor 0.5 (``pod_workers.go``).
+PREPARE_RETRY_S = 10.0
+PREPARE_RETRY_JITTER = 0.5
+#: How long a first failure to prepare waits for the claim watch to catch up.
+PREPARE_GRACE_S = 1.0
 _FIRST_POD_HOST, _LAST_POD_HOST = 2, 254
 
 
 class Stage(Enum):
     """Where a tracked pod is in the simulated kubelet's lifecycle."""
 
+    PREPARING = "preparing"  # admitted, its ResourceClaims not prepared yet (holds resources)
     STARTING = "starting"  # admitted, containers not started yet (holds resources)
     RUNNING = "running"  # holds resources
     REJECTED = "rejected"  # Failed at admission, holds nothing
@@ -97,10 +119,12 @@ class TrackedPod:
     #: a kubelet before 1.32 keeps such a pod in its podresources List, so in the NRT
     #: fingerprint, until the pod is deleted).
     held_exclusive: bool = False
+    #: Failed attempts to prepare its claims reported so far (0: in the grace period).
+    prepare_failures: int = 0
 
     @property
     def holds(self) -> bool:
-        return self.stage in (Stage.STARTING, Stage.RUNNING)
+        return self.stage in (Stage.PREPARING, Stage.STARTING, Stage.RUNNING)
 
 
 class NodeModel:
@@ -112,8 +136,11 @@ class NodeModel:
         identity: NodeIdentity,
         settings: ControllerSettings,
         timers: TimerQueue[TimerKey],
+        claims: ClaimLookup = lambda namespace, name: None,
     ) -> None:
         self.profile = profile
+        #: The ResourceClaims of the cluster, by namespace and name (the fleet's view).
+        self.claims = claims
         self.identity = identity
         self.settings = settings
         self.state = NodeState.from_profile(profile)
@@ -134,6 +161,12 @@ class NodeModel:
             settings.nrt_topology_policies
             if profile.nrt_topology_policies is None
             else profile.nrt_topology_policies
+        )
+        # Which agents' objects the node publishes besides (or, koordlet, instead of) the
+        # topology exporter's NRT v1alpha2.
+        self.volcano = settings.nrt_volcano if profile.nrt_volcano is None else profile.nrt_volcano
+        self.koordlet = (
+            settings.nrt_koordlet if profile.nrt_koordlet is None else profile.nrt_koordlet
         )
         self.pods: dict[str, TrackedPod] = {}
         # The pods standing for the profile's foreign `allocated` (controller/foreign.py).
@@ -163,7 +196,8 @@ class NodeModel:
     # ---- snapshots -------------------------------------------------------------------
 
     def snapshot(self) -> NrtSnapshot:
-        pods = list(exclusive_pods(node_allocations(self.state)))
+        allocations = node_allocations(self.state)
+        pods = list(exclusive_pods(allocations))
         if self.fingerprint_terminated_pods:
             # kubelet < 1.32: terminated pods that held exclusive resources are still
             # listed by podresources, so the topology exporter fingerprints them too.
@@ -172,15 +206,47 @@ class NodeModel:
                 for key, tracked in self.pods.items()
                 if tracked.held_exclusive and not tracked.holds
             ]
-        return NrtSnapshot(usage=self.state.zone_usage(), pods=tuple(sorted(pods)))
+        koordinator = (
+            {key: t.pod.koordinator for key, t in self.pods.items() if t.holds}
+            if self.koordlet
+            else {}
+        )
+        return NrtSnapshot(
+            usage=self.state.zone_usage(),
+            pods=tuple(sorted(pods)),
+            allocations=allocations if self.koordlet or self.volcano else (),
+            koordinator=koordinator,
+        )
 
     def render(self, snapshot: NrtSnapshot) -> dict[str, Any]:
+        """The node's NRT object: the topology exporter's v1alpha2, or koordlet's."""
+        if self.koordlet:
+            return render_koordlet_nrt(self.profile, snapshot.allocations, snapshot.koordinator)
         return render_nrt(
             self.profile,
             usage=snapshot.usage,
             pods=snapshot.pods,
             topology_policies=self.topology_policies,
         )
+
+    def publications(self, snapshot: NrtSnapshot, *, refresh: bool = False) -> list[Effect]:
+        """Every object the node's agents publish for ``snapshot``: its NRT and, with
+        ``nrt.volcano``, Volcano's Numatopology - one state, one lag, several formats."""
+        # The NRT body is rendered when the executor writes it; an in-process reader takes
+        # the snapshot instead - for the topology exporter's v1alpha2 only (koordlet's
+        # object is another format: read from its body).
+        effects: list[Effect] = [
+            PublishNrt(
+                self.name,
+                Rendered(lambda: self.render(snapshot)),
+                refresh=refresh,
+                snapshot=None if self.koordlet else snapshot,
+            )
+        ]
+        if self.volcano:
+            body = render_numatopology(self.profile, snapshot.allocations)
+            effects.append(PublishNumatopology(self.name, body, refresh=refresh))
+        return effects
 
     def _changed(self, now: float) -> list[Effect]:
         """The node's allocations changed: serve them and record the Memory Manager's
@@ -225,7 +291,7 @@ class NodeModel:
         self._timers.cancel(self._key(PUBLISH))
         self.published = self.snapshot()
         return [
-            PublishNrt(self.name, self.render(self.published), snapshot=self.published),
+            *self.publications(self.published),
             ServePodResources(self.name, node_allocations(self.state)),
             *self._record_state(),
         ]
@@ -256,6 +322,13 @@ class NodeModel:
             self._drop_timers(pod.key)
             return self._release(tracked, now)
         tracked.pod = pod
+        if tracked.stage is Stage.PREPARING and pod.spec is not None:
+            # its claim statuses may have changed: used at the next attempt, at once in
+            # the grace period (the kubelet's own retry is its backoff timer: it does not
+            # sync a pod again for a status change)
+            self.state.update_claiming(pod.key, pod.spec)
+            if not tracked.prepare_failures:
+                return self._retry_prepare(tracked, now, in_grace=True)
         return []
 
     def _remember_terminated(self, pod: ObservedPod, now: float) -> list[Effect]:
@@ -318,6 +391,7 @@ class NodeModel:
     def _drop_timers(self, pod_key: str) -> None:
         self._timers.cancel(self._key(START, pod_key))
         self._timers.cancel(self._key(COMPLETE, pod_key))
+        self._timers.cancel(self._key(PREPARE, pod_key))
 
     # ---- admission -------------------------------------------------------------------
 
@@ -356,7 +430,7 @@ class NodeModel:
         self._timers.cancel(self._key(PUBLISH))
         # The rebuilt state is recorded by publish_now, compared with the Node's value.
         self._recorded_state, self._last_checkpoint = on_the_node, None
-        later = PublishNrt | ServePodResources | RecordMemoryCheckpoint
+        later = PublishNrt | PublishNumatopology | ServePodResources | RecordMemoryCheckpoint
         return [e for e in effects if not isinstance(e, later)]
 
     def _check_recorded_state(self, value: str | None, now: float) -> list[Effect]:
@@ -440,15 +514,17 @@ class NodeModel:
         not admitted; it runs (never completes) and keeps nothing else."""
         tracked = TrackedPod(pod, Stage.RUNNING, admitted_at=now, started_at=now)
         self.pods[pod.key] = tracked
+        # koordlet names a pod's CPUs by its uid, known only now that the pod is seen.
+        known = self._changed(now) if self.koordlet else []
         if pod.phase == "Running":
             tracked.started_at = pod.started
-            return []
+            return known
         tracked.ip_host = self._take_host(pod)
         pod_ip = self.identity.pod_ip(tracked.ip_host) if tracked.ip_host else ""
         status = running_status(
             pod, admitted_at=now, at=now, host_ip=self.identity.internal_ip, pod_ip=pod_ip
         )
-        return [self._patch(pod, status)]
+        return [self._patch(pod, status), *known]
 
     def admit(self, pod: ObservedPod, now: float) -> list[Effect]:
         """Run the simulated kubelet's admission on a newly bound pod."""
@@ -477,6 +553,7 @@ class NodeModel:
             held_exclusive=holds_exclusive(allocation),
         )
         self.pods[pod.key] = tracked
+        error = self.state.prepare(pod.key, self.claims)
         effects = self._changed(now)
 
         def recorded() -> dict[str, str]:
@@ -493,6 +570,12 @@ class NodeModel:
         annotations: Mapping[str, str] = (
             Rendered(recorded) if pod.allocation is None else recorded()
         )
+        if error is not None and not (pod.phase == "Running" and pod.started is not None):
+            tracked.stage = Stage.PREPARING
+            pending = pending_status(pod, at=now, host_ip=self.identity.internal_ip)
+            effects.append(self._patch(pod, pending, annotations))
+            self._timers.set(self._key(PREPARE, pod.key), now + PREPARE_GRACE_S)
+            return effects
         if pod.phase == "Running" and pod.started is not None:
             # Recovered after a restart: it was started before; keep its status.
             tracked.stage = Stage.RUNNING
@@ -508,6 +591,58 @@ class NodeModel:
             self._timers.set(self._key(START, pod.key), now + self.settings.start_delay)
             return effects
         return effects + self._start(tracked, now, annotations)
+
+    def _prepare_failed(self, tracked: TrackedPod, error: str, now: float) -> list[Effect]:
+        """The pod's claims could not be prepared: the kubelet's event, a retry later."""
+        tracked.prepare_failures += 1
+        jitter = 1.0 + PREPARE_RETRY_JITTER * self.rng.random()
+        self._timers.set(self._key(PREPARE, tracked.pod.key), now + PREPARE_RETRY_S * jitter)
+        return [self._warning(tracked.pod, FAILED_PREPARE, pending_message(error), now)]
+
+    def claim_changed(self, namespace: str, name: str, now: float) -> list[Effect]:
+        """A ResourceClaim changed: pods still in their grace period that use it are
+        prepared again at once."""
+        effects: list[Effect] = []
+        for tracked in list(self.pods.values()):
+            spec = tracked.pod.spec
+            if (
+                tracked.stage is not Stage.PREPARING
+                or tracked.prepare_failures
+                or spec is None
+                or spec.namespace != namespace
+            ):
+                continue
+            try:
+                names = {claim for _, claim in claim_names(spec)}
+            except ClaimProblem:
+                continue
+            if name in names:
+                effects += self._retry_prepare(tracked, now, in_grace=True)
+        return effects
+
+    def _retry_prepare(
+        self,
+        tracked: TrackedPod,
+        now: float,
+        *,
+        spec: PodSpec | None = None,
+        in_grace: bool = False,
+    ) -> list[Effect]:
+        """Prepare a waiting pod's claims again; once prepared it starts. A failure
+        ``in_grace`` (a claim watch event before the grace period ended) waits for the
+        grace timer."""
+        error = self.state.prepare(tracked.pod.key, self.claims, spec=spec)
+        if error is not None:
+            if in_grace:
+                return self._changed(now)
+            return self._changed(now) + self._prepare_failed(tracked, error, now)
+        self._timers.cancel(self._key(PREPARE, tracked.pod.key))
+        tracked.stage = Stage.STARTING
+        effects = self._changed(now)
+        if self.settings.start_delay > 0:
+            self._timers.set(self._key(START, tracked.pod.key), now + self.settings.start_delay)
+            return effects
+        return effects + self._start(tracked, now)
 
     def _reject(self, pod: ObservedPod, reason: str, message: str, now: float) -> list[Effect]:
         self.rejections += 1
@@ -584,6 +719,8 @@ class NodeModel:
             return []
         if kind == START and tracked.stage is Stage.STARTING:
             return self._start(tracked, now)
+        if kind == PREPARE and tracked.stage is Stage.PREPARING:
+            return self._retry_prepare(tracked, now)
         if kind == COMPLETE and tracked.stage is Stage.RUNNING:
             started = tracked.started_at if tracked.started_at is not None else now
             done = tracked.pod
@@ -605,15 +742,11 @@ class NodeModel:
         if snapshot is None:
             return []
         self.published = snapshot
-        return [PublishNrt(self.name, Rendered(lambda: self.render(snapshot)), snapshot=snapshot)]
+        return self.publications(snapshot)
 
     def _refresh(self, now: float) -> list[Effect]:
         if self.settings.nrt_refresh > 0:
             self._timers.set(self._key(REFRESH), now + self.settings.nrt_refresh)
         if self.published is None:
             return []
-        return [
-            PublishNrt(
-                self.name, self.render(self.published), refresh=True, snapshot=self.published
-            )
-        ]
+        return self.publications(self.published, refresh=True)

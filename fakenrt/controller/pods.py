@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fakenrt.controller.timestamps import parse_rfc3339
+from fakenrt.nrt.koordlet import KoordinatorPod, koordinator_pod
 from fakenrt.podspec import TERMINAL_PHASES, PodSpec, PodSpecError, pod_from_manifest
 
 SEQUENCE_ANNOTATION = "fakenrt.io/admission-sequence"
@@ -59,6 +60,8 @@ class ObservedPod:
     pod_ip: str = ""
     #: container name -> image, for container statuses.
     images: Mapping[str, str] = field(default_factory=dict)
+    #: What Koordinator's node agent reads of the pod (its NRT, ``nrt.koordlet``).
+    koordinator: KoordinatorPod = field(default_factory=lambda: KoordinatorPod(uid=""))
 
     @property
     def key(self) -> str:
@@ -115,7 +118,17 @@ def observe_pod(manifest: Mapping[str, Any]) -> ObservedPod:
         images=images,
         started=parse_rfc3339(started) if isinstance(started, str) else None,
         pod_ip=str(status.get("podIP") or ""),
+        koordinator=koordinator_pod(
+            str(meta.get("uid") or ""), _strings(meta.get("labels")), _strings(annotations)
+        ),
     )
+
+
+def _strings(raw: object) -> dict[str, str]:
+    """The string entries of a labels or annotations map (anything else is left out)."""
+    if not isinstance(raw, Mapping):
+        return {}
+    return {str(k): v for k, v in raw.items() if isinstance(v, str)}
 
 
 def recovery_order(pod: ObservedPod) -> tuple[int, int, float, str]:

@@ -30,7 +30,7 @@ from fakenrt.controller.nodeobjects import (
     node_status,
     owner_selector,
 )
-from fakenrt.controller.writers import lease_path, nrt_path
+from fakenrt.controller.writers import NUMATOPOLOGY, lease_path, nrt_path
 from fakenrt.profiles.model import NodeProfile
 
 log = logging.getLogger(__name__)
@@ -146,7 +146,13 @@ def _register(
 
 
 def remove_nodes(kube: KubeClient, *, controller: str) -> list[str]:
-    """Delete every node this controller owns, with its Lease and NRT. Returns the names."""
+    """Delete every node this controller owns, with its Lease, NRT and Numatopology (where
+    Volcano's CRD is installed), and the controller's ResourceSlices and DeviceClasses.
+    Returns the node names."""
+    from fakenrt.controller.draobjects import remove_dra
+
+    with contextlib.suppress(NotFound):  # resource.k8s.io/v1 not served: nothing to remove
+        remove_dra(kube, controller=controller)
     nodes, _ = kube.list_all(path("api", "v1", "nodes"), labelSelector=owner_selector(controller))
     removed: list[str] = []
     for node in nodes:
@@ -154,7 +160,7 @@ def remove_nodes(kube: KubeClient, *, controller: str) -> list[str]:
         name = str(meta.get("name"))
         if not is_owned(meta.get("labels"), controller):
             continue
-        for target in (nrt_path(name), lease_path(name)):
+        for target in (nrt_path(name), NUMATOPOLOGY.path(name), lease_path(name)):
             with contextlib.suppress(NotFound):
                 kube.delete(target)
         try:

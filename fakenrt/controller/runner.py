@@ -1,8 +1,10 @@
 """The controller in real time: registration, one watch, the core loop, the writers.
 
-Threads: one pod watch (``watching.PodWatcher``), the loop (``Controller.run``, the only
-thread that touches the core), ``workers`` writer threads (``executor.Executor``), and
-the podresources servers' own threads. Nothing per node is a thread.
+Threads: one pod watch and one ResourceClaim watch (``watching.Watcher``), the loop
+(``Controller.run``, the only thread that touches the core), ``workers`` writer threads
+(``executor.Executor``), and the podresources servers' own threads. Nothing per node is a
+thread. The nodes' ResourceSlices and DeviceClasses are written once, at start
+(``draobjects``).
 
 The clock is injected: with a real clock the loop sleeps until the next timer or the next
 watch message; with a test clock, tests advance it and call :meth:`Controller.wake`.
@@ -26,11 +28,11 @@ from fakenrt.controller.effects import Effect, ServePodResources
 from fakenrt.controller.executor import Executor, SocketEffect
 from fakenrt.controller.fleet import Fleet
 from fakenrt.controller.metrics import Snapshot
-from fakenrt.controller.nodeobjects import NodeIdentity
+from fakenrt.controller.nodeobjects import CONTROLLER_LABEL, NodeIdentity
 from fakenrt.controller.registration import register_nodes
 from fakenrt.controller.settings import ControllerSettings
-from fakenrt.controller.watching import Message, PodWatcher, list_bound_pods
-from fakenrt.controller.writers import NrtWriter
+from fakenrt.controller.watching import CLAIMS, Message, Watcher, list_bound_pods, list_claims
+from fakenrt.controller.writers import NUMATOPOLOGY, NrtWriter
 from fakenrt.profiles.model import NodeProfile
 
 if TYPE_CHECKING:
@@ -81,8 +83,10 @@ class Controller:
         self.node_uids: dict[str, str] = {}
         self.endpoints: NodeEndpoints | None = None
         self.executor: Executor | None = None
-        self.watcher: PodWatcher | None = None
+        self.watcher: Watcher | None = None
+        self.claim_watcher: Watcher | None = None
         self.nrt = NrtWriter(kube, controller=settings.controller)
+        self.numatopology = NrtWriter(kube, controller=settings.controller, resource=NUMATOPOLOGY)
         self._thread: threading.Thread | None = None
         self.started = threading.Event()
         #: Loop turns completed (tests wait for a turn that saw their clock change).
@@ -106,7 +110,9 @@ class Controller:
         self.node_uids = registration.node_uids
         for node, uid in self.node_uids.items():
             self.nrt.set_node_uid(node, uid)
+            self.numatopology.set_node_uid(node, uid)
         served = [(p, i) for p, i in self.identities if p.name in self.node_uids]
+        self._publish_dra([p for p, _ in served])
         self.fleet = Fleet(served, self.settings, clock=self.clock)
         if self.options.state_dir is not None:
             from fakenrt.controller.endpoints import NodeEndpoints  # gRPC only when serving
@@ -121,21 +127,53 @@ class Controller:
             node_uids=self.node_uids,
             serve_pod_resources=self._serve,
             rng=random.Random(f"{self.settings.seed}/executor"),
+            numatopology=self.numatopology,
         )
+        claims, claims_version = list_claims(self.kube)
         pods, version = list_bound_pods(self.kube)
-        self.executor.submit(self.fleet.start(pods, registration.memory_states))
-        self.watcher = PodWatcher(
+        self.executor.submit(self.fleet.start(pods, registration.memory_states, claims))
+        self.watcher = Watcher(
             self.kube,
             self.inbox,
             resource_version=version,
             rng=random.Random(f"{self.settings.seed}/watch"),
         )
         self.watcher.start()
+        self.claim_watcher = Watcher(
+            self.kube,
+            self.inbox,
+            resource_version=claims_version,
+            rng=random.Random(f"{self.settings.seed}/claim-watch"),
+            watched=CLAIMS,
+        )
+        self.claim_watcher.start()
         self.started.set()
         log.info(
             "serving %d fake nodes (%d skipped: not ours): %s",
             len(served), len(self.foreign), ", ".join(p.name for p, _ in served[:10]),
         )  # fmt: skip
+
+    def _publish_dra(self, profiles: Sequence[NodeProfile]) -> None:
+        """The ResourceSlices of every served node with DRA drivers, and their
+        DeviceClasses; our slices on served nodes without DRA drivers (left by an earlier
+        fleet) go. Without resource.k8s.io/v1 on the API server they cannot be written:
+        logged when the fleet has DRA nodes, and the nodes are served without them."""
+        from exporter.kubeerrors import NotFound
+        from fakenrt.controller.draobjects import drop_slices, publish_classes, publish_slices
+
+        with_dra = [p for p in profiles if p.dra]
+        labels = {CONTROLLER_LABEL: self.settings.controller}
+        try:
+            if with_dra:
+                publish_classes(self.kube, with_dra, controller=self.settings.controller)
+            for profile in with_dra:
+                publish_slices(
+                    self.kube, profile, node_uid=self.node_uids[profile.name], labels=labels
+                )
+            drop_slices(self.kube, {p.name for p in profiles if not p.dra}, labels=labels)
+        except NotFound as exc:
+            if with_dra:
+                log.error("cannot publish ResourceSlices (is resource.k8s.io/v1 served?): %s", exc)
 
     def _serve(self, effect: SocketEffect) -> None:
         if self.endpoints is None:
@@ -157,6 +195,10 @@ class Controller:
             return self.fleet.pod_event(message[1], message[2])
         if message[0] == "list":
             return self.fleet.resync(message[1])
+        if message[0] == "claim":
+            return self.fleet.claim_event(message[1], message[2])
+        if message[0] == "claims":
+            return self.fleet.claims_list(message[1])
         return []
 
     def turn(self, timeout: float) -> None:
@@ -190,8 +232,9 @@ class Controller:
     def stop(self, timeout: float = 10.0) -> None:
         self.stop_event.set()
         self.wake()
-        if self.watcher is not None:
-            self.watcher.close()
+        for watcher in (self.watcher, self.claim_watcher):
+            if watcher is not None:
+                watcher.close()
         if self._thread is not None:
             self._thread.join(timeout)
         if self.executor is not None:

@@ -28,6 +28,13 @@ class ControllerSettings:
     #: Write the deprecated NRT ``topologyPolicies`` field; a profile's ``nrt`` may
     #: override it.
     nrt_topology_policies: bool = True
+    #: Also publish Volcano's ``Numatopology`` per node (its resource-exporter's shape);
+    #: a profile's ``nrt.volcano`` may override it.
+    nrt_volcano: bool = False
+    #: Write the NRT as Koordinator's koordlet does (``v1alpha1``, its annotations and
+    #: zones) instead of the topology exporter's ``v1alpha2``; a profile's
+    #: ``nrt.koordlet`` may override it.
+    nrt_koordlet: bool = False
     #: Re-publish every node's NRT this often even when nothing changed (0: never).
     nrt_refresh: float = 60.0
     #: How long a pod runs before it Succeeds when it has no run-duration annotation

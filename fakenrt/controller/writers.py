@@ -11,8 +11,9 @@ the way the kubelet (or NFD / RTE for NRT objects) would:
 * the Memory Manager's recorded state: merge patch of one Node annotation;
 * deletion: ``DELETE`` with grace period 0 and a uid precondition (404 / 409: done);
 * creation of the foreign pods: ``POST`` (409, it exists: done);
-* NRT: create, or update with the last seen resourceVersion; a conflict re-reads the
-  object and retries (someone else wrote it: our state wins);
+* NRT (and Volcano's Numatopology, :data:`NUMATOPOLOGY`): create, or update with the
+  last seen resourceVersion, at the body's API version; a conflict re-reads the object and
+  retries (someone else wrote it: our state wins);
 * Lease: merge patch of ``renewTime`` (created when missing);
 * Node status: strategic-merge patch of ``nodes/status``.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from exporter.kubeclient import STRATEGIC_MERGE_PATCH, KubeClient, path
@@ -32,6 +34,7 @@ from fakenrt.controller.effects import (
     DeletePod,
     PatchPodStatus,
     PublishNrt,
+    PublishNumatopology,
     RecordMemoryCheckpoint,
     RecordNodeEvent,
     RecordPodEvent,
@@ -45,14 +48,44 @@ from fakenrt.controller.nodeobjects import (
     lease_object,
 )
 from fakenrt.controller.timestamps import micro_time, rfc3339
-from fakenrt.nrt.render import API_VERSION, KIND, NRT_GROUP, NRT_PLURAL, NRT_VERSION
+from fakenrt.nrt import volcano
+from fakenrt.nrt.render import KIND, NRT_GROUP, NRT_PLURAL, NRT_VERSION
 
 _CONFLICT_RETRIES = 5
 
 
+@dataclass(frozen=True)
+class TopologyResource:
+    """A cluster-scoped, one-per-node topology object kind the controller publishes."""
+
+    group: str
+    #: The version used where a body does not name one (deletion, a body without
+    #: ``apiVersion``).
+    version: str
+    plural: str
+    kind: str
+
+    def path(self, name: str | None = None, *, version: str | None = None) -> str:
+        parts = ["apis", self.group, version or self.version, self.plural]
+        return path(*parts, name) if name else path(*parts)
+
+    def version_of(self, body: Mapping[str, Any]) -> str:
+        """The version of ``body``'s ``apiVersion`` (ValueError for another group)."""
+        api_version = str(body.get("apiVersion") or f"{self.group}/{self.version}")
+        group, _, version = api_version.rpartition("/")
+        if group != self.group:
+            raise ValueError(f"{api_version} is not a version of {self.group}")
+        return version
+
+
+#: NodeResourceTopology: the topology exporter's v1alpha2, or koordlet's v1alpha1.
+NRT = TopologyResource(NRT_GROUP, NRT_VERSION, NRT_PLURAL, KIND)
+#: Volcano's Numatopology (``nrt.volcano``).
+NUMATOPOLOGY = TopologyResource(volcano.GROUP, volcano.VERSION, volcano.PLURAL, volcano.KIND)
+
+
 def nrt_path(name: str | None = None) -> str:
-    parts = ["apis", NRT_GROUP, NRT_VERSION, NRT_PLURAL]
-    return path(*parts, name) if name else path(*parts)
+    return NRT.path(name)
 
 
 def lease_path(node: str) -> str:
@@ -177,7 +210,8 @@ def report_node_status(kube: KubeClient, effect: ReportNodeStatus) -> None:
 
 
 class NrtWriter:
-    """Creates and updates NodeResourceTopology objects, remembering resourceVersions.
+    """Creates and updates one per-node topology object kind (NodeResourceTopology by
+    default), remembering resourceVersions.
 
     Every object gets ``labels``, and the ``fakenrt.io/controller`` label when
     ``controller`` is given (the fake controller's; ``fakenrt nrt publish`` writes none).
@@ -189,8 +223,10 @@ class NrtWriter:
         *,
         controller: str | None = None,
         labels: Mapping[str, str] | None = None,
+        resource: TopologyResource = NRT,
     ) -> None:
         self._kube = kube
+        self.resource = resource
         self._labels = dict(labels or {})
         if controller is not None:
             self._labels[CONTROLLER_LABEL] = controller
@@ -217,26 +253,30 @@ class NrtWriter:
         if version:
             meta["resourceVersion"] = version
         obj["metadata"] = meta
-        obj.setdefault("apiVersion", API_VERSION)
-        obj.setdefault("kind", KIND)
+        obj.setdefault("apiVersion", f"{self.resource.group}/{self.resource.version}")
+        obj.setdefault("kind", self.resource.kind)
         return obj
 
-    def publish(self, effect: PublishNrt) -> None:
+    def publish(self, effect: PublishNrt | PublishNumatopology) -> None:
         node = effect.node
+        api = self.resource.version_of(effect.body)
         for _ in range(_CONFLICT_RETRIES):
             with self._lock:
                 version = self._versions.get(node)
             try:
                 if version is None:
-                    result = self._kube.create(nrt_path(), self._object(node, effect.body, None))
+                    result = self._kube.create(
+                        self.resource.path(version=api), self._object(node, effect.body, None)
+                    )
                 else:
                     result = self._kube.replace(
-                        nrt_path(node), self._object(node, effect.body, version)
+                        self.resource.path(node, version=api),
+                        self._object(node, effect.body, version),
                     )
             except Conflict:
                 # Exists already (create) or changed behind our back (update): re-read.
                 try:
-                    current = self._kube.get(nrt_path(node))
+                    current = self._kube.get(self.resource.path(node, version=api))
                     fresh = str((current.get("metadata") or {}).get("resourceVersion") or "")
                 except NotFound:
                     fresh = ""
@@ -254,10 +294,10 @@ class NrtWriter:
                 self._versions[node] = str(result["metadata"]["resourceVersion"])
                 self.writes += 1
             return
-        raise Conflict(409, f"NodeResourceTopology {node}: still conflicting after retries")
+        raise Conflict(409, f"{self.resource.kind} {node}: still conflicting after retries")
 
     def delete(self, node: str) -> None:
         with contextlib.suppress(NotFound):
-            self._kube.delete(nrt_path(node))
+            self._kube.delete(self.resource.path(node))
         with self._lock:
             self._versions.pop(node, None)

@@ -145,6 +145,8 @@ class FakeDevicePlugin:
         self.endpoint = endpoint or endpoint_name(resource)
         self.socket_path = self.plugin_dir / self.endpoint
         self.kubelet_socket = self.plugin_dir / KUBELET_SOCKET
+        if not self.plugin_dir.is_absolute():
+            raise DevicePluginError(f"{self.plugin_dir}: the plugin directory must be absolute")
         if len(os.fsencode(self.socket_path)) > MAX_SOCKET_PATH_BYTES:
             raise DevicePluginError(
                 f"socket path {self.socket_path} is longer than {MAX_SOCKET_PATH_BYTES} bytes"
@@ -234,7 +236,11 @@ class FakeDevicePlugin:
 
     def start(self) -> None:
         """Serve, register, and watch for kubelet restarts. Raises DevicePluginError."""
-        self.plugin_dir.mkdir(parents=True, exist_ok=True)
+        if not self.plugin_dir.is_dir():  # the kubelet's to create, never made here
+            raise DevicePluginError(
+                f"{self.plugin_dir}: not a directory (the kubelet creates its device-plugins "
+                "directory)"
+            )
         self._serve()
         try:
             self.register()

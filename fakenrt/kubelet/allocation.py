@@ -21,6 +21,26 @@ class MemoryBlock:
 
 
 @dataclass(frozen=True)
+class ClaimResource:
+    """One prepared DRA device of a claim, as podresources lists it (``ClaimResource``)."""
+
+    driver: str
+    pool: str
+    device: str
+    cdi_ids: tuple[str, ...] = ()
+    share_id: str | None = None
+
+
+@dataclass(frozen=True)
+class DynamicResource:
+    """A ResourceClaim a container uses, with its prepared devices (``DynamicResource``)."""
+
+    claim_name: str
+    claim_namespace: str
+    resources: tuple[ClaimResource, ...] = ()
+
+
+@dataclass(frozen=True)
 class ContainerAllocation:
     """Exclusive resources one container received."""
 
@@ -33,6 +53,9 @@ class ContainerAllocation:
     #: ``restartPolicy: Always``) or ``"init"`` (an init container that runs to completion).
     #: The podresources API lists sidecars and regular containers, never plain init ones.
     kind: str = "regular"
+    #: The ResourceClaims it uses, once the kubelet's DRA manager prepared the pod's claims
+    #: (:mod:`fakenrt.kubelet.dra`); not part of admission.
+    dynamic: tuple[DynamicResource, ...] = ()
 
 
 #: ``ContainerAllocation.kind`` values.

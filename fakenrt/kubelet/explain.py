@@ -11,7 +11,12 @@ carries everything the text shows::
                 "omitted": {"cpu": 65519}, "notes": ["..."]}],
      "allocation": [{"container": "c1", "kind": "regular", "cpus": "2-5",
                      "devices": {"nvidia.com/gpu": ["GPU-0"]},
-                     "memory": [{"type": "memory", "size": 1073741824, "numa": [0]}]}]}
+                     "memory": [{"type": "memory", "size": 1073741824, "numa": [0]}]}],
+     "dra": null}
+
+``dra`` is null for a pod without ResourceClaims, else what :mod:`fakenrt.kubelet.
+explain_dra` says: whether the claims were prepared (else the kubelet's event), each
+container's claims with their devices and NUMA nodes, and the misaligned containers.
 
 A provider can return tens of thousands of hints on a node with many NUMA nodes (one per
 subset of NUMA nodes: 65,535 at 16). Unless ``verbose``, each provider's list is cut to
@@ -26,6 +31,7 @@ from typing import Any
 
 from exporter.cpulist import format_cpulist
 from fakenrt.kubelet.allocation import AdmissionResult, HintReport, ProviderHint
+from fakenrt.kubelet.explain_dra import DraOutcome, dra_json, dra_text
 from fakenrt.kubelet.provider_cpu import SMT_ALIGNMENT_ERROR
 from fakenrt.profiles.model import NodeProfile
 
@@ -54,7 +60,11 @@ def shown_hints(
 
 
 def result_json(
-    result: AdmissionResult, profile: NodeProfile, *, verbose: bool = False
+    result: AdmissionResult,
+    profile: NodeProfile,
+    *,
+    verbose: bool = False,
+    dra: DraOutcome | None = None,
 ) -> dict[str, Any]:
     """The JSON object for one pod: the verdict and message, the hints of every provider
     (cut unless ``verbose``), the notes and why the best hint won, the allocation."""
@@ -102,6 +112,7 @@ def result_json(
         "message": result.message,
         "hints": hints,
         "allocation": allocation,
+        "dra": None if dra is None else dra_json(dra, profile),
     }
 
 
@@ -179,7 +190,13 @@ def _why(report: HintReport, policy: str) -> str:
 _TRUE = ("1", "t", "T", "TRUE", "true", "True")
 
 
-def render_text(result: AdmissionResult, profile: NodeProfile, *, verbose: bool = False) -> str:
+def render_text(
+    result: AdmissionResult,
+    profile: NodeProfile,
+    *,
+    verbose: bool = False,
+    dra: DraOutcome | None = None,
+) -> str:
     """A few lines explaining one verdict; each provider's hints are cut to the first
     :data:`SHOWN_HINTS` of each kind unless ``verbose``."""
     policy = profile.kubelet.topology_manager_policy
@@ -218,4 +235,6 @@ def render_text(result: AdmissionResult, profile: NodeProfile, *, verbose: bool 
             lines.append(
                 f"  {c.name} ({c.kind}): {'; '.join(parts) if parts else 'nothing exclusive'}"
             )
+    if dra is not None:
+        lines.extend(dra_text(dra, profile))
     return "\n".join(lines)

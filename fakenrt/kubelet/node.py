@@ -9,6 +9,10 @@ rejected by either holds nothing: every provider works on a private copy of its 
 that is committed only when the pod is admitted. (The kubelet frees a rejected pod's
 allocations lazily, at its next admission; the end state is the same.)
 
+A pod's ResourceClaims are not part of admission: once admitted, :meth:`NodeState.prepare`
+has the node's DRA manager (:mod:`fakenrt.kubelet.dra`) prepare them, as the kubelet does
+when it syncs the pod, and what is prepared shows in the containers' ``dynamic``.
+
 Exclusive resources of pods outside the simulation (the profile's ``allocated``) are
 taken at start: CPUs picked by the static policy's algorithm inside the zone, single-NUMA
 memory blocks, the zone's first healthy devices. They are never released. The pods that
@@ -20,7 +24,7 @@ as every pod on a node does.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
@@ -35,6 +39,7 @@ from fakenrt.kubelet.allocation import (
     PodAllocation,
 )
 from fakenrt.kubelet.cpu_assignment import CpuAllocationError, take_cpus
+from fakenrt.kubelet.dra import ClaimInfo, ClaimLookup, DraManager
 from fakenrt.kubelet.foreign import ForeignPod, foreign_pod_specs
 from fakenrt.kubelet.memory_checkpoint import MemoryCheckpoint, checkpoint_problem
 from fakenrt.kubelet.numa_info import NumaInfo
@@ -63,7 +68,7 @@ from fakenrt.kubelet.restore import (
 from fakenrt.kubelet.scope import all_containers
 from fakenrt.kubelet.topology import CpuTopology
 from fakenrt.podspec import PodSpec
-from fakenrt.profiles.model import NodeProfile
+from fakenrt.profiles.model import DraDriver, NodeProfile
 from fakenrt.profiles.resources import node_allocatable_units, zone_capacity
 
 _SCOPES: dict[str, ModuleType] = {scope_container.NAME: scope_container, scope_pod.NAME: scope_pod}
@@ -83,6 +88,7 @@ class _Static:
     memory_static: bool
     #: The pods outside the simulation (:mod:`fakenrt.kubelet.foreign`).
     foreign_pods: tuple[ForeignPod, ...]
+    drivers: Mapping[str, DraDriver]
 
 
 def _static(profile: NodeProfile) -> _Static:
@@ -118,6 +124,7 @@ def _static(profile: NodeProfile) -> _Static:
         cpu_static=cfg.cpu_manager_policy == "static",
         memory_static=cfg.memory_manager_policy == "Static",
         foreign_pods=foreign_pod_specs(profile),
+        drivers={d.name: d for d in profile.dra},
     )
 
 
@@ -134,6 +141,9 @@ class NodeState:
         self._requests: dict[str, dict[str, int]] = state["requests"]
         self._used: dict[str, int] = state["used"]
         self._foreign: dict[int, ContainerAllocation] = state["foreign"]
+        self._dra: DraManager = state["dra"]
+        #: Admitted pods that have ResourceClaims: their specs (the DRA manager needs them).
+        self._claiming: dict[str, PodSpec] = state["claiming"]
 
     # -- construction ----------------------------------------------------------------
     @classmethod
@@ -196,6 +206,8 @@ class NodeState:
             requests={},
             used=used,
             foreign=foreign,
+            dra=DraManager(profile.name, static.drivers),
+            claiming={},
         )
 
     def copy(self) -> NodeState:
@@ -210,6 +222,8 @@ class NodeState:
             requests=dict(self._requests),
             used=dict(self._used),
             foreign=self._foreign,
+            dra=self._dra.copy(),
+            claiming=dict(self._claiming),
         )
 
     @property
@@ -257,7 +271,7 @@ class NodeState:
         allocation = PodAllocation(pod.namespace, pod.name, pod.uid, containers)
         blocks = tuple(b for c in all_containers(pod) for b in mem.assigned.get(c.name, ()))
         self._hold(
-            pod.key,
+            pod,
             allocation,
             request=request,
             cpu_default=cpu.default_set,
@@ -298,7 +312,7 @@ class NodeState:
         if failure is not None:
             raise RestoreError(f"{where}: {failure.reason}: {failure.message}")
         self._hold(
-            pod.key,
+            pod,
             allocation,
             request=request,
             cpu_default=default,
@@ -323,7 +337,7 @@ class NodeState:
 
     def _hold(
         self,
-        pod_key: str,
+        pod: PodSpec,
         allocation: PodAllocation,
         *,
         request: Mapping[str, int],
@@ -332,7 +346,14 @@ class NodeState:
         memory: MachineState,
         blocks: tuple[Block, ...],
     ) -> None:
-        """Make an admitted or restored pod's allocation the node's state."""
+        """Make an admitted or restored pod's allocation the node's state (its claims are
+        prepared later, by :meth:`prepare`)."""
+        pod_key = pod.key
+        allocation = replace(
+            allocation, containers=tuple(replace(c, dynamic=()) for c in allocation.containers)
+        )
+        if pod.resource_claims:
+            self._claiming[pod_key] = pod
         self._cpu_default = cpu_default
         self._dev_allocated = devices
         if self._s.memory_static:
@@ -343,11 +364,63 @@ class NodeState:
         for name, amount in request.items():
             self._used[name] = self._used.get(name, 0) + amount
 
+    def prepare(
+        self, pod_key: str, lookup: ClaimLookup, *, spec: PodSpec | None = None
+    ) -> str | None:
+        """Prepare the ResourceClaims of an admitted pod, as the kubelet does when it syncs
+        the pod (claims are looked up by namespace and name, as the kubelet gets them from
+        the API server). Returns the kubelet's error, without its ``prepare dynamic
+        resources:`` prefix, when they cannot be prepared (the pod then stays Pending and
+        the kubelet retries); None when every claim is prepared (also for a pod without
+        claims). ``spec``: the pod as it is now (its ``status.resourceClaimStatuses`` can
+        have changed since its admission). Raises ValueError for a pod that is not
+        admitted."""
+        if pod_key not in self._pods:
+            raise ValueError(f"pod {pod_key} is not admitted on node {self.profile.name}")
+        if spec is not None and pod_key in self._claiming:
+            self._claiming[pod_key] = spec
+        pod = self._claiming.get(pod_key)
+        if pod is None:
+            return None
+        error = self._dra.prepare(pod, lookup)
+        self._refresh_dynamic()
+        return error
+
+    def update_claiming(self, pod_key: str, spec: PodSpec) -> None:
+        """The admitted pod as it is now (its ``status.resourceClaimStatuses`` change as
+        its template claims are made), for the next :meth:`prepare`."""
+        if pod_key in self._claiming:
+            self._claiming[pod_key] = spec
+
+    def prepared(self, pod_key: str) -> bool:
+        """Whether every claim of the admitted pod is prepared (True without claims)."""
+        pod = self._claiming.get(pod_key)
+        if pod is None:
+            return pod_key in self._pods
+        return self._dra.is_prepared(pod)
+
+    def _refresh_dynamic(self) -> None:
+        """Put what podresources lists of each claiming pod's claims into its allocation."""
+        for key, pod in self._claiming.items():
+            specs = {c.name: c for c in all_containers(pod)}
+            allocation = self._pods[key]
+            containers = tuple(
+                replace(c, dynamic=self._dra.container_resources(pod, specs[c.name]))
+                for c in allocation.containers
+            )
+            if containers != allocation.containers:
+                self._pods[key] = replace(allocation, containers=containers)
+
     def release(self, pod_key: str) -> None:
-        """Give back exactly what the pod holds. An unknown key is a no-op."""
+        """Give back exactly what the pod holds, and unprepare the claims no other pod
+        uses. An unknown key is a no-op."""
         allocation = self._pods.pop(pod_key, None)
         if allocation is None:
             return
+        claiming = self._claiming.pop(pod_key, None)
+        if claiming is not None:
+            self._dra.unprepare(claiming)
+            self._refresh_dynamic()
         cpus: set[int] = set()
         devices: dict[str, set[str]] = {}
         for c in allocation.containers:
@@ -415,6 +488,11 @@ class NodeState:
     def allocation(self, pod_key: str) -> PodAllocation | None:
         """What an admitted pod holds (None: not admitted here)."""
         return self._pods.get(pod_key)
+
+    def claims(self) -> Mapping[str, ClaimInfo]:
+        """The DRA manager's cache: ``namespace/name`` -> the claim, its pods, whether it is
+        prepared and its devices per driver."""
+        return dict(self._dra.claims)
 
     def allocations(self) -> Mapping[str, PodAllocation]:
         """Admitted pods, in admission order."""

@@ -14,7 +14,10 @@ scheduler plugin refuse it. From ``pkg/apis/core/validation/validation.go``
 * extended resources and hugepages cannot be overcommitted: a request needs a limit and
   equals it (the kubelet's managers read device counts from limits);
 * hugepages need a cpu or memory request or limit in the same container, and an amount
-  that is a whole number of pages.
+  that is a whole number of pages;
+* the pod's name is a DNS-1123 subdomain and its namespace a DNS-1123 label
+  (``ValidatePodName``, ``ValidateNamespaceName``), its containers' names DNS-1123 labels,
+  unique in the pod (``validateContainers``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from decimal import Decimal
 
+from exporter.validation import dns_label_problem, dns_subdomain_problem, quoted
 from fakenrt.kubelet.predicate import is_extended_resource
 from fakenrt.podspec import ContainerSpec, PodSpec
 from fakenrt.profiles.names import hugepage_size, qualified_name_problem
@@ -83,9 +87,32 @@ def _container_errors(c: ContainerSpec, where: str) -> Iterator[str]:
             yield f"{where}.limits.{name}: {amount} is not a whole number of {name[10:]} pages"
 
 
+def _name_errors(pod: PodSpec, source: str) -> Iterator[str]:
+    problem = dns_subdomain_problem(pod.name)
+    if problem:
+        yield f"{source}: metadata.name: {problem}"
+    problem = dns_label_problem(pod.namespace)
+    if problem:
+        yield f"{source}: metadata.namespace: {problem}"
+    seen: set[str] = set()
+    for kind, containers in (
+        ("initContainers", pod.init_containers),
+        ("containers", pod.containers),
+    ):
+        for i, c in enumerate(containers):
+            problem = dns_label_problem(c.name)
+            if problem:
+                yield f"{source}: spec.{kind}[{i}].name: {problem}"
+            elif c.name in seen:
+                yield f"{source}: spec.{kind}[{i}].name: {quoted(c.name)} is used twice"
+            seen.add(c.name)
+
+
 def api_errors(pod: PodSpec, *, source: str) -> list[str]:
     """Messages naming ``source``, the pod, the container and the field."""
-    errors: list[str] = []
+    errors = list(_name_errors(pod, source))
+    if errors:  # the pod's name is in every other message
+        return errors
     for kind, containers in (
         ("initContainers", pod.init_containers),
         ("containers", pod.containers),

@@ -28,12 +28,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from exporter import stopsignals
-from exporter.health import Health, HttpServer
+from exporter.endpoints import HttpServer
+from exporter.health import Health
 from exporter.kubeclient import KubeClient
 from exporter.kubeerrors import ApiError
 from exporter.podresources_client import DEFAULT_TIMEOUT_S, PodResourcesClient
-from exporter.promtext import Registry
+from exporter.validation import one_line
 from fakenrt.controller.effects import PublishNrt
 from fakenrt.controller.lag import LagPipeline
 from fakenrt.controller.writers import NrtWriter
@@ -144,7 +147,7 @@ class Publisher:
                 topology_policies=self.options.topology_policies,
             )
         except (InputError, ValueError) as exc:
-            problem = str(exc)
+            problem = one_line(str(exc))
             if problem != self._input_problem:
                 log.error("node %s: cannot read the node: %s", self.options.node, problem)
             self._input_problem = self.health.problem = problem
@@ -198,7 +201,7 @@ def _serve(options: PublisherOptions, kube: KubeClient) -> None:
     http = None
     if options.health_bind_address:
         try:
-            http = HttpServer(options.health_bind_address, Registry(), publisher.health)
+            http = HttpServer(options.health_bind_address, CollectorRegistry(), publisher.health)
         except (OSError, ValueError) as exc:
             publisher.close()
             raise BindError(str(exc)) from None

@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import yaml
-
 from exporter.podresources_client import PodResourcesClient, PodResourcesError
 from fakenrt.nrtpub.compute import Observation
 from fakenrt.nrtpub.kubeletconfig import (
@@ -22,6 +20,7 @@ from fakenrt.nrtpub.kubeletconfig import (
 )
 from fakenrt.nrtpub.machine import MAX_NUMA_NODES, Machine, MachineError, NodeFiles, parse_machine
 from fakenrt.textfiles import TextFileError, read_text
+from fakenrt.yamltext import YamlError, load_one
 
 _NODE_DIR = re.compile(r"^node(0|[1-9][0-9]{0,5})$")
 _PAGES_DIR = re.compile(r"^hugepages-([1-9][0-9]{0,12})kB$")
@@ -87,10 +86,9 @@ def read_kubelet_config(path: Path) -> PublisherKubeletConfig:
     """The kubelet's settings from its KubeletConfiguration file."""
     text = _read(path, _CONFIG_LIMIT)
     try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        detail = " ".join(str(exc).split())
-        raise InputError(f"{path}: not YAML: {detail}") from None
+        doc = load_one(text)
+    except YamlError as exc:
+        raise InputError(f"{path}: {exc}") from None
     try:
         return parse_kubelet_config(doc)
     except KubeletConfigError as exc:

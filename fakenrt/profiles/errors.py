@@ -25,7 +25,8 @@ class ProfileError(ValueError):
         self.detail = detail
         parts = [source]
         if node is not None:
-            parts.append(f'node "{node}"')
+            shown = node if len(node) <= 60 else f"{node[:60]}...({len(node)} characters)"
+            parts.append(f'node "{shown}"')
         if field is not None:
             parts.append(field)
         parts.append(detail)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection, Mapping
 
 from exporter.cpulist import CpuListError, parse_cpulist
 from exporter.quantities import QuantityError, parse_integer
+from exporter.validation import QUOTE_LIMIT, quoted
 from fakenrt.profiles.limits import MAX_CPUS, MAX_QUANTITY
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -32,6 +33,8 @@ def child(field: str, key: str | int) -> str:
     """The path of ``key`` inside ``field``: ``a.b``, ``a[3]`` or ``a["x.io/y"]``."""
     if isinstance(key, int):
         return f"{field}[{key}]"
+    if len(key) > QUOTE_LIMIT:
+        return f"{field}[{quoted(key)}]"
     if _PLAIN_KEY.match(key):
         return f"{field}.{key}" if field else key
     return f'{field}["{key}"]'
@@ -40,7 +43,7 @@ def child(field: str, key: str | int) -> str:
 def describe(value: object) -> str:
     """A short rendering of a YAML value for error messages."""
     if isinstance(value, str):
-        return repr(value)
+        return quoted(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:

@@ -18,3 +18,6 @@ MAX_QUANTITY = 2**63 - 1
 #: 16.7 million. The kubelet itself refuses more than 8 unless
 #: ``max-allowable-numa-nodes`` raises its limit; fakenrt stops at 16.
 MAX_ALIGNED_NUMA_NODES = 16
+#: Nodes in one profile file: Kubernetes' largest supported cluster (5,000 nodes, the
+#: scalability SLOs), as ``fakenrt simulate``'s scenarios.
+MAX_NODES = 5_000

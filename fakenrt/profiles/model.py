@@ -110,6 +110,62 @@ class DeviceSet:
 
 
 @dataclass(frozen=True)
+class DraAttribute:
+    """One value of a DRA device attribute, typed as in a ResourceSlice: ``kind`` is
+    ``string``, ``int``, ``bool`` or ``version`` (a semantic version string)."""
+
+    kind: str
+    value: str | int | bool
+
+
+@dataclass(frozen=True)
+class DraDevice:
+    """One device a DRA driver publishes in the node's ResourceSlices."""
+
+    name: str
+    #: The NUMA node the device is attached to; None: no NUMA affinity.
+    numa: int | None
+    #: Its PCI address (extended BDF, ``0000:3b:00.0``) and PCIe root complex
+    #: (``pci0000:3a``); None for devices that are not PCI devices (CPU groups).
+    pci_bus_id: str | None = None
+    pcie_root: str | None = None
+    #: Attributes of this device only, over the driver's (fully qualified names).
+    attributes: Mapping[str, DraAttribute] = field(default_factory=dict)
+    #: For the CPU driver's per-NUMA-node devices: the CPUs the device stands for.
+    cpus: frozenset[int] = frozenset()
+    #: Capacities of this device only, over the driver's (quantity strings).
+    capacity: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DraDriver:
+    """A DRA driver on the node: one pool of devices published as ResourceSlices, and the
+    DeviceClass its installation creates."""
+
+    name: str
+    #: The pool's name (the node name unless the profile says otherwise).
+    pool: str
+    #: The DeviceClass selecting this driver's devices, and its CEL selector.
+    device_class: str
+    class_selector: str
+    #: Which topology attributes the driver publishes: ``numaNode``, ``pcieRoot`` and
+    #: ``pciBusID`` (the standard ones), ``driverNumaNode`` and ``driverPciBusID`` (the
+    #: known driver's own, see :mod:`exporter.dra_attributes`).
+    publish: frozenset[str]
+    #: Attributes and capacities of every device (fully qualified names; capacities as
+    #: Kubernetes quantity strings).
+    attributes: Mapping[str, DraAttribute] = field(default_factory=dict)
+    capacity: Mapping[str, str] = field(default_factory=dict)
+    devices: tuple[DraDevice, ...] = ()
+    #: The CPU driver (kubernetes-sigs/dra-driver-cpu): one device per NUMA node whose
+    #: CPUs claims consume as capacity (``allowMultipleAllocations``).
+    cpu: bool = False
+
+    def device(self, name: str) -> DraDevice | None:
+        return next((d for d in self.devices if d.name == name), None)
+
+
+@dataclass(frozen=True)
 class Zone:
     """One NUMA node of a fake machine."""
 
@@ -158,6 +214,18 @@ class NodeProfile:
     #: ``nrt.topologyPolicies``: write the deprecated ``topologyPolicies`` field; None
     #: means the controller's setting.
     nrt_topology_policies: bool | None = None
+    #: ``nrt.volcano``: also publish Volcano's ``Numatopology`` object, as its
+    #: resource-exporter writes it; None means the controller's setting.
+    nrt_volcano: bool | None = None
+    #: ``nrt.koordlet``: write the node's NRT as Koordinator's node agent (koordlet) does -
+    #: ``v1alpha1``, its annotations and zones - instead of the topology exporter's
+    #: ``v1alpha2``; None means the controller's setting.
+    nrt_koordlet: bool | None = None
+    #: The node's DRA drivers (``dra`` and the zones' ``dra``), sorted by driver name.
+    dra: tuple[DraDriver, ...] = ()
+
+    def dra_driver(self, name: str) -> DraDriver | None:
+        return next((d for d in self.dra if d.name == name), None)
 
     @property
     def zone_ids(self) -> tuple[int, ...]:

@@ -13,9 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from exporter.cpulist import format_cpulist
+from exporter.validation import quoted
 from fakenrt.durations import DurationError, parse_duration
 from fakenrt.profiles.cputopology import shape_zone_cpus, split_cores, zones_topology
 from fakenrt.profiles.devices import DeviceSpec, assign_ids, parse_device_map
+from fakenrt.profiles.dra import DraSpec, build_dra, parse_dra_map
 from fakenrt.profiles.errors import ProfileError
 from fakenrt.profiles.fields import (
     FieldError,
@@ -39,7 +41,7 @@ from fakenrt.profiles.kubeletfields import (
     parse_reserved,
     parse_reserved_memory,
 )
-from fakenrt.profiles.limits import MAX_ALIGNED_NUMA_NODES, MAX_CPUS
+from fakenrt.profiles.limits import MAX_ALIGNED_NUMA_NODES, MAX_CPUS, MAX_NODES
 from fakenrt.profiles.model import (
     CPU_MANAGER_POLICIES,
     DEFAULT_MAX_ALLOWABLE_NUMA_NODES,
@@ -70,12 +72,14 @@ DEFAULT_MAX_PODS = 110
 _TOP_KEYS = ("nodes",)
 _NODE_KEYS = (
     "name", "kubelet", "devices", "zones", "shape", "cpuTopology", "labels", "maxPods", "nrt",
-    "foreignRequests",
+    "foreignRequests", "dra",
 )  # fmt: skip
 _NRT_LAG_KEYS = ("delay", "jitter")
 _NRT_SWITCHES = {
     "fingerprintTerminatedPods": "nrt_fingerprint_terminated_pods",
     "topologyPolicies": "nrt_topology_policies",
+    "volcano": "nrt_volcano",
+    "koordlet": "nrt_koordlet",
 }
 _NRT_KEYS = (*_NRT_LAG_KEYS, *_NRT_SWITCHES)
 _KUBELET_KEYS = (
@@ -93,7 +97,7 @@ _KUBELET_KEYS = (
     "reservedMemory",
 )
 _HUGEPAGES_KEY = "hugepages-<size>"
-_ZONE_KEYS = ("id", "cpus", "memory", "devices", "distances", "allocated", _HUGEPAGES_KEY)
+_ZONE_KEYS = ("id", "cpus", "memory", "devices", "dra", "distances", "allocated", _HUGEPAGES_KEY)
 _CPU_TOPOLOGY_KEYS = ("threadsPerCore", "numaNodesPerSocket", "coresPerUncoreCache")
 _SHAPE_KEYS = (
     "numaNodes",
@@ -105,6 +109,7 @@ _SHAPE_KEYS = (
     "devicesPerNumaNode",
     "distances",
     "coresPerUncoreCache",
+    "draDevicesPerNumaNode",
 )
 # Go's strconv.ParseBool and strconv.Atoi, which the kubelet uses for option values.
 _GO_TRUE = ("1", "t", "T", "TRUE", "true", "True")
@@ -131,6 +136,10 @@ def parse_profiles(data: object, *, source: str) -> tuple[NodeProfile, ...]:
         raw_nodes = sequence(top["nodes"], "nodes")
         if not raw_nodes:
             raise FieldError("nodes", "must list at least one node")
+        if len(raw_nodes) > MAX_NODES:
+            raise FieldError(
+                "nodes", f"{len(raw_nodes)} nodes; a profile describes at most {MAX_NODES}"
+            )
     except FieldError as exc:
         raise ProfileError(exc.detail, source=source, field=exc.field) from None
 
@@ -164,7 +173,7 @@ def _node_name(raw: object, index: int, source: str) -> str:
         raise ProfileError(exc.detail, source=source, field=exc.field) from None
     problem = dns_subdomain_problem(name)
     if problem is not None:
-        raise ProfileError(f"{name!r} {problem}", source=source, field=child(where, "name"))
+        raise ProfileError(f"{quoted(name)} {problem}", source=source, field=child(where, "name"))
     return name
 
 
@@ -178,6 +187,7 @@ class _RawZone:
     memory: int
     hugepages: Mapping[str, int] = dataclasses.field(default_factory=dict)
     devices: Sequence[DeviceSpec] = ()
+    dra: Sequence[DraSpec] = ()
     distances: tuple[int, ...] | None = None
     distances_field: str = ""
     allocated: Mapping[str, int] = dataclasses.field(default_factory=dict)
@@ -287,6 +297,14 @@ def _parse_node(raw: Mapping[str, object], name: str) -> NodeProfile:
         topology=topology,
     )
     switches = _parse_nrt_switches(raw.get("nrt", {}))
+    dra = build_dra(
+        raw.get("dra", {}),
+        [(z.id, z.dra) for z in zones],
+        node=name,
+        topology=topology,
+        zone_cpus={z.id: z.cpus for z in zones},
+        reserved_cpus=kubelet.reserved_cpus,
+    )
     profile = NodeProfile(
         name=name,
         kubelet=kubelet,
@@ -299,6 +317,9 @@ def _parse_node(raw: Mapping[str, object], name: str) -> NodeProfile:
         **_parse_nrt_lag(raw.get("nrt", {})),
         nrt_fingerprint_terminated_pods=switches["nrt_fingerprint_terminated_pods"],
         nrt_topology_policies=switches["nrt_topology_policies"],
+        nrt_volcano=switches["nrt_volcano"],
+        nrt_koordlet=switches["nrt_koordlet"],
+        dra=dra,
     )
     check_reserved_memory_totals(kubelet, node_reservation(profile))
     return profile
@@ -367,8 +388,9 @@ def _effective_cpu_reservation(
 
 
 def _parse_nrt_switches(value: object) -> dict[str, bool | None]:
-    """``nrt: {fingerprintTerminatedPods: true, topologyPolicies: false}``: how this node's
-    NRT is written, overriding the controller's flags of the same meaning."""
+    """``nrt: {fingerprintTerminatedPods: true, topologyPolicies: false, volcano: true,
+    koordlet: true}``: how this node's NRT is written and which other agents' objects it
+    publishes, overriding the controller's flags of the same meaning."""
     raw = mapping(value, "nrt")
     out: dict[str, bool | None] = {}
     for key, attribute in _NRT_SWITCHES.items():
@@ -407,7 +429,7 @@ def _choice(value: object, field: str, choices: Sequence[str]) -> str:
         return text
     same_case = [c for c in choices if c.lower() == text.lower()]
     hint = f" (the kubelet is case-sensitive: write {same_case[0]!r})" if same_case else ""
-    raise FieldError(field, f"unknown value {text!r}{hint}; one of: {', '.join(choices)}")
+    raise FieldError(field, f"unknown value {quoted(text)}{hint}; one of: {', '.join(choices)}")
 
 
 def _parse_kubelet(value: object) -> KubeletConfig:
@@ -481,10 +503,10 @@ def _parse_policy_options(value: object) -> dict[str, str]:
         else:
             text = string(raw, field_name)
         if name == PREFER_CLOSEST_NUMA_NODES and text not in _GO_TRUE + _GO_FALSE:
-            raise FieldError(field_name, f'bad value {text!r}: expected "true" or "false"')
+            raise FieldError(field_name, f'bad value {quoted(text)}: expected "true" or "false"')
         if name == MAX_ALLOWABLE_NUMA_NODES:
             if not _GO_INT.match(text):
-                raise FieldError(field_name, f"bad value {text!r}: expected an integer")
+                raise FieldError(field_name, f"bad value {quoted(text)}: expected an integer")
             if int(text) < DEFAULT_MAX_ALLOWABLE_NUMA_NODES:
                 raise FieldError(
                     field_name,
@@ -524,6 +546,7 @@ def _parse_zone(value: object, base: str) -> _RawZone:
         memory=quantity(data["memory"], child(base, "memory")),
         hugepages=_parse_hugepages({k: v for k, v in data.items() if _is_hugepages(k)}, base),
         devices=parse_device_map(data.get("devices", {}), child(base, "devices")),
+        dra=parse_dra_map(data.get("dra", {}), child(base, "dra")),
         distances=distances,
         distances_field=child(base, "distances"),
         allocated=allocated,
@@ -589,6 +612,11 @@ def _expand_shape(value: object) -> tuple[list[_RawZone], int, int]:
     devices = parse_device_map(
         data.get("devicesPerNumaNode", {}), child(base, "devicesPerNumaNode"), allow_ids=False
     )
+    dra = parse_dra_map(
+        data.get("draDevicesPerNumaNode", {}),
+        child(base, "draDevicesPerNumaNode"),
+        allow_list=False,
+    )
     rows: list[tuple[int, ...] | None] = [None] * numa_nodes
     if "distances" in data:
         matrix_field = child(base, "distances")
@@ -612,6 +640,7 @@ def _expand_shape(value: object) -> tuple[list[_RawZone], int, int]:
             memory=memory,
             hugepages=hugepages,
             devices=devices,
+            dra=dra,
             distances=rows[i],
             distances_field=child(child(base, "distances"), i),
         )
@@ -743,6 +772,6 @@ def _parse_labels(value: object) -> dict[str, str]:
         text = string(raw, key_field)
         problem = label_value_problem(text)
         if problem is not None:
-            raise FieldError(key_field, f"invalid label value {text!r}: {problem}")
+            raise FieldError(key_field, f"invalid label value {quoted(text)}: {problem}")
         out[key] = text
     return out

@@ -12,6 +12,10 @@ documents; :mod:`fakenrt.realnode.writing` puts them on disk.
 * The fake device plugin runs as one Pod per node that has devices (the project image,
   ``fakenrt device-plugin``, hostPath ``/var/lib/kubelet/device-plugins``), its profile
   in a ConfigMap.
+* The fake DRA kubelet plugin runs as one Pod per node with DRA drivers (``fakenrt
+  dra-plugin``, hostPaths ``/var/lib/kubelet/plugins``, ``/var/lib/kubelet/
+  plugins_registry`` and ``/var/run/cdi``), with a ServiceAccount allowed to read claims
+  and nodes and write ResourceSlices; the drivers' DeviceClasses go with it.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 import yaml
 
 from fakenrt.deviceplugin.inventory import resources
+from fakenrt.dra.slices import device_classes
 from fakenrt.profiles.model import NodeProfile
 from fakenrt.realnode.machine import MOUNTS
 
@@ -36,6 +41,11 @@ DEVICE_PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
 PLUGIN_NAMESPACE = "kube-system"
 PROFILES_CONFIGMAP = "numa-testkit-profiles"
 PROFILE_KEY = "profiles.yaml"
+DRA_PLUGINS_DIR = "/var/lib/kubelet/plugins"
+DRA_REGISTRY_DIR = "/var/lib/kubelet/plugins_registry"
+CDI_DIR = "/var/run/cdi"
+DRA_PLUGIN = "fakenrt-dra-plugin"
+DRA_PLUGIN_LABEL = "app.kubernetes.io/name"
 
 
 def worker_name(cluster: str, index: int) -> str:
@@ -94,14 +104,7 @@ def device_plugin_manifests(
 ) -> list[dict[str, Any]]:
     """The ConfigMap holding the profile file and one device plugin Pod per node with
     devices, pinned by the profile-node label."""
-    docs: list[dict[str, Any]] = [
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": PROFILES_CONFIGMAP, "namespace": PLUGIN_NAMESPACE},
-            "data": {PROFILE_KEY: profiles_text},
-        }
-    ]
+    docs: list[dict[str, Any]] = [_profiles_configmap(profiles_text)]
     for profile in nodes:
         if not resources(profile):
             continue
@@ -148,3 +151,135 @@ def device_plugin_manifests(
             }
         )
     return docs
+
+
+def _profiles_configmap(profiles_text: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": PROFILES_CONFIGMAP, "namespace": PLUGIN_NAMESPACE},
+        "data": {PROFILE_KEY: profiles_text},
+    }
+
+
+def dra_plugin_access() -> list[dict[str, Any]]:
+    """The fake DRA plugin's ServiceAccount and what it may do: read the claims it
+    prepares and its Node (the owner of its slices), write ResourceSlices."""
+    meta = {"name": DRA_PLUGIN, "labels": {DRA_PLUGIN_LABEL: DRA_PLUGIN}}
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {**meta, "namespace": PLUGIN_NAMESPACE},
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": meta,
+            "rules": [
+                {
+                    "apiGroups": ["resource.k8s.io"],
+                    "resources": ["resourceclaims"],
+                    "verbs": ["get"],
+                },
+                {
+                    "apiGroups": ["resource.k8s.io"],
+                    "resources": ["resourceslices"],
+                    "verbs": ["list", "create", "update", "delete"],
+                },
+                {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": meta,
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": DRA_PLUGIN,
+            },
+            "subjects": [
+                {"kind": "ServiceAccount", "name": DRA_PLUGIN, "namespace": PLUGIN_NAMESPACE}
+            ],
+        },
+    ]
+
+
+def dra_plugin_pod(profile: NodeProfile, *, image: str) -> dict[str, Any]:
+    """The fake DRA kubelet plugin of one node, pinned by the profile-node label."""
+    host_paths = (
+        ("plugins", DRA_PLUGINS_DIR),
+        ("registry", DRA_REGISTRY_DIR),
+        ("cdi", CDI_DIR),
+    )
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{DRA_PLUGIN}-{profile.name}"[:63].rstrip("-."),
+            "namespace": PLUGIN_NAMESPACE,
+            "labels": {DRA_PLUGIN_LABEL: DRA_PLUGIN},
+        },
+        "spec": {
+            "nodeSelector": {PROFILE_LABEL: profile.name},
+            "tolerations": [{"operator": "Exists"}],
+            "restartPolicy": "Always",
+            "serviceAccountName": DRA_PLUGIN,
+            "containers": [
+                {
+                    "name": "dra-plugin",
+                    "image": image,
+                    "imagePullPolicy": "Never",
+                    "command": ["fakenrt", "dra-plugin"],
+                    "args": [
+                        "--profile",
+                        f"/etc/numa-testkit/{PROFILE_KEY}",
+                        "--node",
+                        profile.name,
+                        "--plugins-dir",
+                        DRA_PLUGINS_DIR,
+                        "--registry-dir",
+                        DRA_REGISTRY_DIR,
+                        "--cdi-dir",
+                        CDI_DIR,
+                    ],
+                    "env": [
+                        {
+                            "name": "NODE_NAME",
+                            "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}},
+                        }
+                    ],
+                    # The kubelet's plugin directories are root's.
+                    "securityContext": {"runAsUser": 0, "runAsGroup": 0},
+                    "volumeMounts": [
+                        *({"name": name, "mountPath": where} for name, where in host_paths),
+                        {"name": "profiles", "mountPath": "/etc/numa-testkit"},
+                    ],
+                }
+            ],
+            "volumes": [
+                *(
+                    {"name": name, "hostPath": {"path": where, "type": "DirectoryOrCreate"}}
+                    for name, where in host_paths
+                ),
+                {"name": "profiles", "configMap": {"name": PROFILES_CONFIGMAP}},
+            ],
+        },
+    }
+
+
+def dra_plugin_manifests(
+    *, nodes: Sequence[NodeProfile], profiles_text: str, image: str
+) -> list[dict[str, Any]]:
+    """The profiles ConfigMap, the plugin's access, the drivers' DeviceClasses and one
+    fake DRA kubelet plugin Pod per node with DRA drivers (none without)."""
+    with_dra = [p for p in nodes if p.dra]
+    if not with_dra:
+        return []
+    return [
+        _profiles_configmap(profiles_text),
+        *dra_plugin_access(),
+        *device_classes(with_dra, labels={DRA_PLUGIN_LABEL: DRA_PLUGIN}),
+        *(dra_plugin_pod(p, image=image) for p in with_dra),
+    ]

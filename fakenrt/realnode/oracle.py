@@ -12,6 +12,14 @@ set) - and :func:`compare` lists every field where they differ.
   the placements from a podresources ``List`` (``exporter.resources`` values, as the
   exporter's client returns them). ``List`` reports exclusive CPUs only, and sidecars and
   regular containers only: plain init containers are not compared.
+* ResourceClaims (DRA): a pod's claims are prepared after its admission (the simulator's
+  DRA manager, with the claims as the real kube-scheduler allocated them), and each
+  container's ``dynamic_resources`` - claim, and per device its driver, pool, device,
+  CDI ids and share id - are compared with what the kubelet's podresources lists
+  (:class:`ClaimPlacement`; drivers in name order on both sides, as the kubelet lists a
+  claim's drivers in map order). Admission itself is compared as for any pod: that the
+  kubelet admits a pod whose DRA devices sit on another NUMA node than its CPUs is the
+  point (:func:`misaligned_pods` names them).
 * Device NUMA nodes are looked up in the profile on both sides (the fake device plugin
   advertises exactly those). Device ids are compared where the simulator's merged hint
   for the container (or pod, in pod scope) has a NUMA affinity: there the kubelet asks
@@ -29,8 +37,17 @@ from typing import Any
 import yaml
 
 from exporter.cpulist import format_cpulist
+from exporter.dra_alignment import misalignment
 from exporter.resources import PodResources
-from fakenrt.kubelet.allocation import INIT, AdmissionResult
+from fakenrt.dra.claims import ResourceClaim
+from fakenrt.kubelet.allocation import (
+    INIT,
+    AdmissionResult,
+    ClaimResource,
+    ContainerAllocation,
+    DynamicResource,
+)
+from fakenrt.kubelet.explain_dra import pinned_numa, placements
 from fakenrt.kubelet.node import NodeState
 from fakenrt.kubelet.provider_devices import DeviceInventory
 from fakenrt.podspec import PodSpec
@@ -48,6 +65,25 @@ class DevicePlacement:
     ids: frozenset[str] | None = None
 
 
+#: One prepared DRA device as podresources lists it: driver, pool, device, CDI ids, share id.
+ClaimDevice = tuple[str, str, str, tuple[str, ...], str | None]
+
+
+@dataclass(frozen=True)
+class ClaimPlacement:
+    """One claim of a container (``namespace/name``) and its devices, drivers in name
+    order, each driver's devices in the kubelet's order."""
+
+    claim: str
+    devices: tuple[ClaimDevice, ...] = ()
+
+
+def claim_placement(claim: str, devices: Sequence[ClaimDevice]) -> ClaimPlacement:
+    """Drivers in name order (the kubelet walks a claim's drivers in map order), each
+    driver's devices kept in order (a stable sort)."""
+    return ClaimPlacement(claim, tuple(sorted(devices, key=lambda d: d[0])))
+
+
 @dataclass(frozen=True)
 class ContainerPlacement:
     name: str
@@ -55,6 +91,8 @@ class ContainerPlacement:
     devices: Mapping[str, DevicePlacement] = field(default_factory=dict)
     #: (type, size, NUMA set) of each block, sorted.
     memory: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
+    #: Its ResourceClaims in podresources order (``spec.resourceClaims`` order).
+    dynamic: tuple[ClaimPlacement, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -64,6 +102,8 @@ class Verdict:
     reason: str | None = None
     message: str | None = None
     containers: tuple[ContainerPlacement, ...] = ()
+    #: The pod has ResourceClaims: its containers' ``dynamic`` is compared.
+    claims: bool = False
 
 
 @dataclass(frozen=True)
@@ -80,6 +120,8 @@ class Difference:
 #: The fields compared for every pod, and for every container of an admitted pod.
 POD_FIELDS = ("verdict", "message")
 CONTAINER_FIELDS = ("cpus", "devices", "memory")
+#: Compared for the containers of pods with ResourceClaims.
+DRA_FIELDS = ("dynamic",)
 
 
 def _numa_list(ids: Sequence[str], numa_of: Mapping[str, int | None]) -> tuple[int, ...]:
@@ -92,10 +134,27 @@ def _fixed_ids(result: AdmissionResult) -> dict[str | None, bool]:
     return {r.container: r.best.numa is not None for r in result.hints}
 
 
-def simulated_verdict(result: AdmissionResult, inventory: DeviceInventory) -> Verdict:
-    """The simulator's :class:`AdmissionResult` as a :class:`Verdict`."""
+def _dynamic(c: ContainerAllocation) -> tuple[ClaimPlacement, ...]:
+    return tuple(
+        claim_placement(
+            f"{d.claim_namespace}/{d.claim_name}",
+            [(r.driver, r.pool, r.device, r.cdi_ids, r.share_id) for r in d.resources],
+        )
+        for d in c.dynamic
+    )
+
+
+def simulated_verdict(
+    result: AdmissionResult,
+    inventory: DeviceInventory,
+    *,
+    prepared: Mapping[str, ContainerAllocation] | None = None,
+    claims: bool = False,
+) -> Verdict:
+    """The simulator's :class:`AdmissionResult` as a :class:`Verdict`; ``prepared``: the
+    pod's containers once its claims were prepared (their ``dynamic``)."""
     if not result.admit or result.allocation is None:
-        return Verdict(result.pod_key, False, result.reason, result.message)
+        return Verdict(result.pod_key, False, result.reason, result.message, claims=claims)
     fixed = _fixed_ids(result)
     containers = []
     for c in result.allocation.containers:
@@ -112,19 +171,41 @@ def simulated_verdict(result: AdmissionResult, inventory: DeviceInventory) -> Ve
             if ids
         }
         memory = tuple(sorted((b.type, b.size, tuple(sorted(b.numa))) for b in c.memory))
-        containers.append(ContainerPlacement(c.name, c.cpus, devices, memory))
-    return Verdict(result.pod_key, True, containers=tuple(sorted(containers, key=_by_name)))
+        dynamic = _dynamic(prepared[c.name]) if prepared and c.name in prepared else ()
+        containers.append(ContainerPlacement(c.name, c.cpus, devices, memory, dynamic))
+    return Verdict(
+        result.pod_key, True, containers=tuple(sorted(containers, key=_by_name)), claims=claims
+    )
 
 
 def _by_name(c: ContainerPlacement) -> str:
     return c.name
 
 
-def simulated_verdicts(profile: NodeProfile, pods: Sequence[PodSpec]) -> tuple[Verdict, ...]:
-    """Admit ``pods`` in order on a fresh simulated node."""
+def simulated_verdicts(
+    profile: NodeProfile, pods: Sequence[PodSpec], claims: Sequence[ResourceClaim] = ()
+) -> tuple[Verdict, ...]:
+    """Admit ``pods`` in order on a fresh simulated node, each admitted pod's claims
+    (looked up in ``claims``) prepared right after its admission."""
     node = NodeState.from_profile(profile)
     inventory = DeviceInventory.from_profile(profile)
-    return tuple(simulated_verdict(node.admit(pod), inventory) for pod in pods)
+    by_name = {(c.namespace, c.name): c for c in claims}
+    results = []
+    for pod in pods:
+        result = node.admit(pod)
+        if result.admit and pod.resource_claims:
+            node.prepare(pod.key, lambda ns, name: by_name.get((ns, name)))
+        results.append(result)
+    final = node.allocations()
+    return tuple(
+        simulated_verdict(
+            result,
+            inventory,
+            prepared={c.name: c for c in final[pod.key].containers} if pod.key in final else None,
+            claims=bool(pod.resource_claims),
+        )
+        for pod, result in zip(pods, results, strict=True)
+    )
 
 
 def kubelet_decided(status: Mapping[str, Any]) -> bool:
@@ -164,9 +245,12 @@ def real_verdicts(
     statuses: Mapping[str, Mapping[str, Any]],
     listed: Sequence[PodResources],
     profile: NodeProfile,
+    dynamic: Mapping[str, Mapping[str, tuple[ClaimPlacement, ...]]] | None = None,
 ) -> tuple[Verdict, ...]:
     """The real kubelet's verdicts: ``statuses`` maps pod key -> Pod ``status``;
-    ``listed`` is the podresources ``List`` answer taken after the last pod."""
+    ``listed`` is the podresources ``List`` answer taken after the last pod, and
+    ``dynamic`` its ``dynamic_resources`` (pod key -> container -> claims)."""
+    dynamic = dynamic or {}
     inventory = DeviceInventory.from_profile(profile)
     by_key = {p.key: p for p in listed}
     out = []
@@ -177,16 +261,18 @@ def real_verdicts(
             admitted, reason, message = verdict_from_status(statuses[pod.key])
         except ValueError as exc:
             raise ValueError(f"pod {pod.key}: {exc}") from None
+        claims = bool(pod.resource_claims)
         if not admitted:
-            out.append(Verdict(pod.key, False, reason, message))
+            out.append(Verdict(pod.key, False, reason, message, claims=claims))
             continue
         names = [c.name for c in pod.sidecars] + [c.name for c in pod.containers]
         reported = {c.name: c for c in by_key[pod.key].containers} if pod.key in by_key else {}
         containers = []
         for name in names:
             c = reported.get(name)
+            listed_claims = dynamic.get(pod.key, {}).get(name, ())
             if c is None:
-                containers.append(ContainerPlacement(name))
+                containers.append(ContainerPlacement(name, dynamic=listed_claims))
                 continue
             devices: dict[str, list[str]] = {}
             for d in c.devices:
@@ -203,10 +289,74 @@ def real_verdicts(
                     tuple(
                         sorted((m.memory_type, m.size, tuple(sorted(m.numa_ids))) for m in c.memory)
                     ),
+                    listed_claims,
                 )
             )
-        out.append(Verdict(pod.key, True, containers=tuple(sorted(containers, key=_by_name))))
+        out.append(
+            Verdict(
+                pod.key, True, containers=tuple(sorted(containers, key=_by_name)), claims=claims
+            )
+        )
     return tuple(out)
+
+
+def misaligned_pods(verdicts: Sequence[Verdict], profile: NodeProfile) -> tuple[str, ...]:
+    """The admitted pods with a misaligned container (:mod:`exporter.dra_alignment`):
+    DRA devices on a NUMA node other than its exclusive CPUs and memory."""
+    out = []
+    for v in verdicts:
+        for c in v.containers:
+            allocation = ContainerAllocation(
+                c.name,
+                cpus=c.cpus,
+                dynamic=tuple(_as_dynamic(p) for p in c.dynamic),
+            )
+            pinned = pinned_numa(profile, allocation) | {n for _, _, numa in c.memory for n in numa}
+            if misalignment(c.name, pinned, placements(profile, allocation)) is not None:
+                out.append(v.pod)
+                break
+    return tuple(out)
+
+
+def dra_zones(
+    verdicts: Sequence[Verdict], profile: NodeProfile
+) -> dict[str, dict[int, dict[str, int]]]:
+    """Per admitted pod with DRA devices: NUMA node -> driver -> how many of its devices
+    sit there (by the profile; a device listed by several containers counts once, one
+    without a NUMA node nowhere) - what the exporter's observed placement must show."""
+    numa_of = {
+        (driver.name, driver.pool, device.name): device.numa
+        for driver in profile.dra
+        for device in driver.devices
+    }
+    out: dict[str, dict[int, dict[str, int]]] = {}
+    for v in verdicts:
+        if not v.admitted:
+            continue
+        seen: set[tuple[str, str, str, str | None]] = set()
+        zones: dict[int, dict[str, int]] = {}
+        for c in v.containers:
+            for p in c.dynamic:
+                for driver, pool, device, _cdi, share in p.devices:
+                    if (driver, pool, device, share) in seen:
+                        continue
+                    seen.add((driver, pool, device, share))
+                    numa = numa_of.get((driver, pool, device))
+                    if numa is not None:
+                        counts = zones.setdefault(numa, {})
+                        counts[driver] = counts.get(driver, 0) + 1
+        if zones:
+            out[v.pod] = zones
+    return out
+
+
+def _as_dynamic(p: ClaimPlacement) -> DynamicResource:
+    namespace, _, name = p.claim.partition("/")
+    return DynamicResource(
+        name,
+        namespace,
+        tuple(ClaimResource(d, pool, dev, cdi, share) for d, pool, dev, cdi, share in p.devices),
+    )
 
 
 def _verdict_text(v: Verdict) -> str:
@@ -230,7 +380,7 @@ def _memory_text(memory: tuple[tuple[str, int, tuple[int, ...]], ...]) -> str:
 
 
 def _compare_container(
-    pod: str, sim: ContainerPlacement, real: ContainerPlacement
+    pod: str, sim: ContainerPlacement, real: ContainerPlacement, *, claims: bool = False
 ) -> list[Difference]:
     diffs = []
     if sim.cpus != real.cpus:
@@ -262,7 +412,24 @@ def _compare_container(
         diffs.append(
             Difference(pod, sim.name, "memory", _memory_text(sim.memory), _memory_text(real.memory))
         )
+    if claims and sim.dynamic != real.dynamic:
+        diffs.append(
+            Difference(
+                pod, sim.name, "dynamic", _dynamic_text(sim.dynamic), _dynamic_text(real.dynamic)
+            )
+        )
     return diffs
+
+
+def _dynamic_text(claims: Sequence[ClaimPlacement]) -> str:
+    parts = []
+    for p in claims:
+        devices = ", ".join(
+            f"{d}/{pool}/{dev} cdi {list(cdi)}" + (f" share {share}" if share else "")
+            for d, pool, dev, cdi, share in p.devices
+        )
+        parts.append(f"{p.claim}: [{devices}]")
+    return "; ".join(parts) or "-"
 
 
 def compare(
@@ -293,6 +460,7 @@ def compare(
                     sim.pod,
                     sims.get(name, ContainerPlacement(name)),
                     kubs.get(name, ContainerPlacement(name)),
+                    claims=sim.claims,
                 )
             )
     return tuple(diffs)
@@ -304,7 +472,8 @@ def compared_fields(verdicts: Sequence[Verdict], *, messages: bool = True) -> in
     for v in verdicts:
         total += 1 + (1 if messages else 0)
         if v.admitted:
-            total += len(CONTAINER_FIELDS) * len(v.containers)
+            fields = len(CONTAINER_FIELDS) + (len(DRA_FIELDS) if v.claims else 0)
+            total += fields * len(v.containers)
     return total
 
 
@@ -315,9 +484,11 @@ def reproducer(
     node: str,
     pods: Sequence[Mapping[str, Any]],
     differences: Sequence[Difference],
+    claims: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     """A self-contained report of a disagreement: the differences, the profile and the
-    pods (in admission order), and how to replay the simulator's side."""
+    pods (in admission order) with the ResourceClaims as allocated, and how to replay the
+    simulator's side."""
     lines = [f"scenario {scenario}: {len(differences)} difference(s), simulator vs kubelet"]
     for d in differences:
         where = d.pod if d.container is None else f"{d.pod} container {d.container}"
@@ -328,7 +499,7 @@ def reproducer(
         profile_text.rstrip("\n"),
         "",
         "# pods.yaml (bound in this order by spec.nodeName)",
-        yaml.safe_dump_all(list(pods), sort_keys=False).rstrip("\n"),
+        yaml.safe_dump_all([*pods, *claims], sort_keys=False).rstrip("\n"),
         "",
         f"# replay: fakenrt kubelet explain --profile profile.yaml --node {node} --pod pods.yaml",
     ]

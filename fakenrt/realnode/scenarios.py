@@ -1,8 +1,10 @@
 """Oracle scenarios: a profile node a real kubelet can run (docs/real-kubelet.md) and pods
 to bind to it in order. A fixed set covering every Topology Manager policy, scope and
 option, the CPU Manager options, SMT, hugepages, devices, init containers and sidecars;
-and seeded random ones. Pure: scenarios are plain data (a profile file's text and Pod
-manifests), so a reproducer can print them as they are.
+DRA scenarios (ResourceClaims allocated by the real kube-scheduler and prepared by the
+kubelet without any NUMA alignment); and seeded random ones. Pure: scenarios are plain
+data (a profile file's text, Pod and ResourceClaim manifests), so a reproducer can print
+them as they are.
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ class Scenario:
     node: Mapping[str, Any]
     #: Pod manifests in binding order (no ``spec.nodeName``: the runner sets it).
     pods: tuple[Mapping[str, Any], ...]
+    #: ResourceClaims and ResourceClaimTemplates, created before the pods.
+    claims: tuple[Mapping[str, Any], ...] = ()
+    #: Pods the cluster's kube-scheduler places (pinned to the node by a node selector),
+    #: so its DynamicResources plugin allocates their claims; the others are bound with
+    #: ``spec.nodeName``, bypassing it (their claims stay unallocated).
+    scheduled: frozenset[str] = frozenset()
 
     @property
     def node_name(self) -> str:
@@ -323,6 +331,208 @@ def _distances_shape(numa: int, cores: int) -> dict[str, Any]:
         "memoryPerNumaNode": "4Gi",
         "distances": rows,
     }
+
+
+# -- DRA scenarios -----------------------------------------------------------------------
+
+NVIDIA = "gpu.nvidia.com"
+AMD = "gpu.amd.com"
+CPU_CLASS = "dra.cpu"
+
+
+def _request(
+    name: str,
+    device_class: str,
+    *,
+    numa: int | None = None,
+    count: int | None = None,
+    cpus: int | None = None,
+    numa_attribute: str = "resource.kubernetes.io",
+    numa_name: str = "numaNode",
+) -> dict[str, Any]:
+    """One request of a claim: ``numa`` pins it with a CEL selector, ``count`` asks for
+    several devices, ``cpus`` consumes the CPU driver's capacity."""
+    exactly: dict[str, Any] = {"deviceClassName": device_class}
+    if numa is not None:
+        expression = f'device.attributes["{numa_attribute}"].{numa_name} == {numa}'
+        exactly["selectors"] = [{"cel": {"expression": expression}}]
+    if count is not None:
+        exactly |= {"allocationMode": "ExactCount", "count": count}
+    if cpus is not None:
+        exactly["capacity"] = {"requests": {"dra.cpu/cpu": str(cpus)}}
+    return {"name": name, "exactly": exactly}
+
+
+def claim(
+    name: str,
+    *requests: Mapping[str, Any],
+    match: str | None = None,
+    template: bool = False,
+) -> dict[str, Any]:
+    """A ResourceClaim (or, with ``template``, a ResourceClaimTemplate) of ``requests``;
+    ``match`` adds a ``matchAttribute`` constraint over all of them."""
+    devices: dict[str, Any] = {"requests": [dict(r) for r in requests]}
+    if match is not None:
+        devices["constraints"] = [
+            {"requests": [r["name"] for r in requests], "matchAttribute": match}
+        ]
+    spec: dict[str, Any] = {"devices": devices}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate" if template else "ResourceClaim",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"spec": spec} if template else spec,
+    }
+
+
+def claiming(
+    name: str,
+    cpu: str | None,
+    claims: Mapping[str, str],
+    *,
+    memory: str = "256Mi",
+    templates: Mapping[str, str] | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A one-container pod using ``claims`` (pod claim name -> ResourceClaim) and
+    ``templates`` (pod claim name -> ResourceClaimTemplate): Guaranteed with ``cpu``
+    exclusive CPUs, or Burstable (100m) when ``cpu`` is None."""
+    container = (
+        _container("c", cpu, memory, extra=extra)
+        if cpu is not None
+        else _container("c", "100m", "64Mi", guaranteed=False)
+    )
+    pod_claims = [{"name": k, "resourceClaimName": v} for k, v in claims.items()]
+    pod_claims += [
+        {"name": k, "resourceClaimTemplateName": v} for k, v in (templates or {}).items()
+    ]
+    container["resources"]["claims"] = [{"name": c["name"]} for c in pod_claims]
+    out = pod(name, [container])
+    out["spec"]["resourceClaims"] = pod_claims
+    return out
+
+
+def _dra_node(
+    name: str,
+    *,
+    kubelet: Mapping[str, Any],
+    gpus: Mapping[str, int],
+    cpu_driver: bool = False,
+    devices: int = 0,
+    cores: int = 4,
+) -> dict[str, Any]:
+    node = _node(name, kubelet=kubelet, cores=cores, gpus=devices)
+    node["shape"]["draDevicesPerNumaNode"] = dict(gpus)
+    if cpu_driver:
+        node["dra"] = {"cpu": {}}
+    return node
+
+
+def dra_scenarios() -> tuple[Scenario, ...]:
+    """DRA GPUs (and CPUs) beside exclusive CPUs and memory: claims allocated by the real
+    kube-scheduler - selectors, counts, templates, consumable CPU capacity and
+    ``matchAttribute`` constraints - then prepared by the kubelet after admission, never
+    aligned by its Topology Manager; claims never allocated leave the pod Pending."""
+    single = Scenario(
+        "dra-single-numa-node",
+        _dra_node(
+            "dra-single-numa",
+            kubelet={"topologyManagerPolicy": "single-numa-node"},
+            gpus={NVIDIA: 3},
+            devices=1,
+            cores=5,
+        ),
+        (
+            # 2 CPUs on NUMA node 0 (CPU 0 reserved), the GPU pinned to NUMA node 1
+            claiming("far", "2", {"gpu": "far-gpu"}),
+            # 3 CPUs: NUMA node 0 has two left, so NUMA node 1; the GPU on node 0
+            claiming("near", "3", {"gpu": "near-gpu"}),
+            # no exclusive CPUs: two GPUs, never misaligned
+            claiming("two", None, {"gpus": "two-gpus"}),
+            # a device-plugin GPU aligned with its CPU, a DRA GPU from a template
+            claiming("mixed", "1", {}, templates={"gpu": "one-gpu"}, extra={GPU: "1"}),
+            # bound past the scheduler: 4 CPUs fit no NUMA node - refused before the
+            # claim (never allocated) matters
+            claiming("too-wide", "4", {"gpu": "never-a"}),
+            # bound past the scheduler: admitted, its claim never allocated: Pending
+            claiming("waiting", "1", {"gpu": "never-b"}),
+        ),
+        claims=(
+            claim("far-gpu", _request("gpu", NVIDIA, numa=1)),
+            claim("near-gpu", _request("gpu", NVIDIA, numa=0)),
+            claim("two-gpus", _request("gpus", NVIDIA, count=2)),
+            claim("one-gpu", _request("gpu", NVIDIA), template=True),
+            claim("never-a", _request("gpu", NVIDIA)),
+            claim("never-b", _request("gpu", NVIDIA)),
+        ),
+        scheduled=frozenset({"far", "near", "two", "mixed"}),
+    )
+    cpus = Scenario(
+        "dra-cpu-claims",
+        _dra_node(
+            "dra-cpu-claims",
+            kubelet={
+                "topologyManagerPolicy": "none",
+                "cpuManagerPolicy": "none",
+                "memoryManagerPolicy": "None",
+            },
+            gpus={NVIDIA: 2},
+            cpu_driver=True,
+        ),
+        (
+            # first, so the GPUs of NUMA node 0 are not both taken before it
+            claiming("split", None, {"both": "split"}),
+            claiming("aligned", None, {"both": "aligned"}),
+            claiming("aligned2", None, {"both": "aligned2"}),
+        ),
+        claims=(
+            claim(
+                "aligned",
+                _request("gpu", NVIDIA),
+                _request("cpus", CPU_CLASS, cpus=2),
+                match="resource.kubernetes.io/numaNode",
+            ),
+            claim(
+                "aligned2",
+                _request("gpu", NVIDIA),
+                _request("cpus", CPU_CLASS, cpus=2),
+                match="resource.kubernetes.io/numaNode",
+            ),
+            # no constraint, selectors on different NUMA nodes: CPUs and GPU apart
+            claim(
+                "split",
+                _request("gpu", NVIDIA, numa=0),
+                _request("cpus", CPU_CLASS, cpus=1, numa=1),
+            ),
+        ),
+        scheduled=frozenset({"aligned", "aligned2", "split"}),
+    )
+    amd = Scenario(
+        "dra-amd-own-numa-attribute",
+        _dra_node(
+            "dra-amd",
+            kubelet={"topologyManagerPolicy": "restricted"},
+            gpus={AMD: 2},
+        ),
+        (
+            # first: it needs a GPU of NUMA node 0, the pair then takes NUMA node 1's
+            claiming("single", "1", {"gpu": "single"}),
+            claiming("pair", "2", {}, templates={"gpus": "pair"}),
+        ),
+        claims=(
+            # AMD publishes its NUMA node as its own attribute only
+            claim(
+                "pair",
+                _request("a", AMD),
+                _request("b", AMD),
+                match="gpu.amd.com/numaNode",
+                template=True,
+            ),
+            claim("single", _request("gpu", AMD, numa=0, numa_attribute=AMD)),
+        ),
+        scheduled=frozenset({"pair", "single"}),
+    )
+    return (single, cpus, amd)
 
 
 # -- random scenarios --------------------------------------------------------------------

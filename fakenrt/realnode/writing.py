@@ -3,8 +3,9 @@
 ``<out>/<node>/`` holds the machine files (``sys/...``, ``proc/...``), the kubeadm patch
 (``kubeadm-patches/kubeletconfiguration+merge.yaml``) and ``kubelet-config.yaml`` (the
 same document, for reading); ``<out>/kind-cluster.yaml`` the Kind cluster and
-``<out>/device-plugins.yaml`` the device plugin Pods. Files are world-readable: the
-node container reads them through bind mounts.
+``<out>/device-plugins.yaml`` the device plugin Pods and, when a node has DRA drivers,
+``<out>/dra-plugins.yaml`` the fake DRA kubelet plugin Pods with their DeviceClasses.
+Files are world-readable: the node container reads them through bind mounts.
 """
 
 from __future__ import annotations
@@ -16,7 +17,12 @@ from pathlib import Path
 import yaml
 
 from fakenrt.profiles.model import NodeProfile
-from fakenrt.realnode.kind import KUBELET_PATCH, device_plugin_manifests, kind_cluster
+from fakenrt.realnode.kind import (
+    KUBELET_PATCH,
+    device_plugin_manifests,
+    dra_plugin_manifests,
+    kind_cluster,
+)
 from fakenrt.realnode.kubeletconfig import kubelet_configuration
 from fakenrt.realnode.machine import machine_files
 
@@ -52,8 +58,9 @@ def render_cluster(
     profiles_text: str,
     image: str,
 ) -> list[Path]:
-    """Every node's directory, the Kind config and the device plugin manifests; returns
-    the files written at the top of ``out``."""
+    """Every node's directory, the Kind config, the device plugin manifests and, for
+    nodes with DRA drivers, the DRA plugin manifests; returns the files written at the
+    top of ``out``."""
     out = out.resolve()
     placed: list[tuple[NodeProfile, Path]] = []
     for profile in nodes:
@@ -69,4 +76,10 @@ def render_cluster(
             sort_keys=False,
         )
     )
-    return [config, plugins]
+    written = [config, plugins]
+    dra = dra_plugin_manifests(nodes=nodes, profiles_text=profiles_text, image=image)
+    if dra:
+        dra_path = out / "dra-plugins.yaml"
+        dra_path.write_text(yaml.safe_dump_all(dra, sort_keys=False))
+        written.append(dra_path)
+    return written

@@ -7,6 +7,11 @@ deprecated ``topologyPolicies`` list fills in what the attributes leave out. A l
 value that names no scope (``Restricted``, ``BestEffort``...) means container scope, the
 kubelet's default. Only zones of type ``Node`` are NUMA zones; they must be
 named ``node-<id>`` and are ordered by that id.
+
+An object no exporter can publish is refused, naming the field: a resource listed twice
+in a zone, more allocatable than capacity or more available than allocatable (a kubelet
+hands out at most what it has), costs naming a zone the object does not have, a negative
+cost, a node name the API server would refuse.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 
 from exporter.annotations import AnnotationFormatError, parse_zone_name
 from exporter.quantities import QuantityError, parse_integer
+from exporter.validation import dns_subdomain_problem, quoted
 from fakenrt.kubelet.bitmask import MAX_BITS
 from fakenrt.nrt.fingerprint import ATTRIBUTE as FINGERPRINT_ATTRIBUTE
 from fakenrt.nrt.fingerprint import ATTRIBUTE_METHOD as FINGERPRINT_METHOD_ATTRIBUTE
@@ -101,13 +107,13 @@ def _attributes(raw: Any, where: str) -> dict[str, str]:
 
 def _quantity(raw: Any, where: str) -> int:
     if isinstance(raw, bool) or not isinstance(raw, str | int | float):
-        raise NRTError(f"{where}: {raw!r} is not a quantity")
+        raise NRTError(f"{where}: {quoted(raw)} is not a quantity")
     try:
         value = parse_integer(raw)
     except QuantityError as exc:
         raise NRTError(f"{where}: {exc}") from exc
     if value < 0:
-        raise NRTError(f"{where}: {raw!r} is negative")
+        raise NRTError(f"{where}: {quoted(raw)} is negative")
     return value
 
 
@@ -119,11 +125,20 @@ def _resources(raw: Any, where: str) -> tuple[dict[str, int], ...]:
     tables: tuple[dict[str, int], ...] = tuple({} for _ in _COLUMNS)
     for i, res in enumerate(_list(raw, where)):
         name = _name(res, f"{where}[{i}]")
-        rwhere = f"{where}[{i}]({name})"
+        rwhere = f"{where}[{i}]({quoted(name)})"
+        if name in tables[0]:
+            raise NRTError(f"{rwhere}: the resource is listed twice in the zone")
         for key, into in zip(_COLUMNS, tables, strict=True):
             if key not in res:
                 raise NRTError(f"{rwhere}.{key} is required")
             into[name] = _quantity(res[key], f"{rwhere}.{key}")
+        capacity, allocatable, available = (table[name] for table in tables)
+        if allocatable > capacity:
+            raise NRTError(f"{rwhere}: allocatable {allocatable} is more than capacity {capacity}")
+        if available > allocatable:
+            raise NRTError(
+                f"{rwhere}: available {available} is more than allocatable {allocatable}"
+            )
     return tables
 
 
@@ -133,8 +148,10 @@ def _costs(raw: Any, where: str) -> dict[int, int]:
         cwhere = f"{where}[{i}]"
         other = _numa_id(_name(cost, cwhere), f"{cwhere}.name")
         value = cost.get("value")
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise NRTError(f"{cwhere}.value must be an integer")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
+            raise NRTError(f"{cwhere}.value must be a non-negative integer")
+        if other in costs:
+            raise NRTError(f"{cwhere}: zone node-{other} has a cost already")
         costs[other] = value
     return costs
 
@@ -166,6 +183,9 @@ def read_nrt(obj: Mapping[str, Any], *, source: str = "nrt") -> NumaTopology:
     name = meta.get("name") if isinstance(meta, Mapping) else None
     if not isinstance(name, str) or not name:
         raise NRTError(f"{source}: metadata.name is required")
+    problem = dns_subdomain_problem(name)
+    if problem:
+        raise NRTError(f"{source}: metadata.name: {problem}")
     where = f"{source}: NRT {name}"
     attrs = _attributes(obj.get("attributes"), f"{where}: attributes")
     legacy = obj.get("topologyPolicies") or []
@@ -214,6 +234,13 @@ def read_nrt(obj: Mapping[str, Any], *, source: str = "nrt") -> NumaTopology:
         if zone.id in zones:
             raise NRTError(f"{where}: zones[{i}]: zone node-{zone.id} appears twice")
         zones[zone.id] = zone
+    for zone in zones.values():
+        for other in zone.costs:
+            if other not in zones:
+                raise NRTError(
+                    f"{where}: zone node-{zone.id}: costs name node-{other}, which is not a "
+                    "zone of this NRT"
+                )
     if len(zones) > MAX_ALIGNED_NUMA_NODES:
         raise NRTError(
             f"{where}: {len(zones)} NUMA zones; the plugin reads at most "

@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fakenrt.podspec import PodSpec, pod_from_manifest
-from fakenrt.simulate.limits import MAX_ARRIVALS_PER_HOUR, MAX_PODS, LimitError
+from fakenrt.podvalidation import PodInvalid, validated_pod
+from fakenrt.simulate.limits import MAX_ARRIVALS_PER_HOUR, MAX_PODS, LimitError, shown
 from fakenrt.simulate.workload import GPU, WorkItem, WorkloadError, seconds
 
 GENERATOR_KEYS = ("mix", "duration", "arrivalsPerHour", "namespace")
@@ -143,8 +144,18 @@ class GeneratorSettings:
     namespace: str = "sim"
 
 
-def parse_generator(raw: Any, *, source: str) -> GeneratorSettings:
+def parse_generator(
+    raw: Any, *, source: str, options: Mapping[str, str] | None = None
+) -> GeneratorSettings:
+    """The generator settings of a scenario's ``workload.generate``. ``options`` names the
+    command-line option that set a field (``{"mix": "--mix"}``): its errors name the option
+    instead of the file."""
     where = f"{source}: workload.generate"
+    named = dict(options or {})
+
+    def at(key: str) -> str:
+        return named.get(key, f"{where}.{key}")
+
     if not isinstance(raw, Mapping):
         raise WorkloadError(f"{where}: must be a mapping with {', '.join(GENERATOR_KEYS)}")
     unknown = sorted(set(map(str, raw)) - set(GENERATOR_KEYS))
@@ -153,22 +164,26 @@ def parse_generator(raw: Any, *, source: str) -> GeneratorSettings:
             f"{where}: unknown field(s) {', '.join(unknown)}; known: {', '.join(GENERATOR_KEYS)}"
         )
     mix = raw.get("mix", "training-inference")
-    if mix not in MIXES:
-        raise WorkloadError(f"{where}.mix: {mix!r} is not one of {', '.join(MIXES)}")
+    if not isinstance(mix, str) or mix not in MIXES:
+        raise WorkloadError(f"{at('mix')}: {mix!r:.60} is not one of {', '.join(MIXES)}")
     rate = raw.get("arrivalsPerHour", 60)
     if isinstance(rate, bool) or not isinstance(rate, int | float) or not rate > 0:
-        raise WorkloadError(f"{where}.arrivalsPerHour: must be a positive number")
+        raise WorkloadError(f"{at('arrivalsPerHour')}: must be a positive number")
     if rate > MAX_ARRIVALS_PER_HOUR:
         raise LimitError(
-            f"{where}.arrivalsPerHour: {rate:g} is beyond the limit of {MAX_ARRIVALS_PER_HOUR:g}"
+            f"{at('arrivalsPerHour')}: {shown(rate)} is beyond the limit of "
+            f"{MAX_ARRIVALS_PER_HOUR:g}"
         )
-    duration = seconds(raw.get("duration", "24h"), f"{where}.duration", allow_zero=False)
+    duration = seconds(raw.get("duration", "24h"), at("duration"), allow_zero=False)
     namespace = raw.get("namespace", "sim")
     if not isinstance(namespace, str) or not namespace:
-        raise WorkloadError(f"{where}.namespace: must be a non-empty string")
+        raise WorkloadError(f"{at('namespace')}: must be a non-empty string")
     if duration / 3600 * rate > MAX_PODS * 0.9:
+        origin = (
+            " and ".join(named[k] for k in ("arrivalsPerHour", "duration") if k in named) or where
+        )
         raise LimitError(
-            f"{where}: about {duration / 3600 * rate:.0f} pods expected; the limit is {MAX_PODS}"
+            f"{origin}: about {duration / 3600 * rate:.0f} pods expected; the limit is {MAX_PODS}"
         )
     return GeneratorSettings(
         mix=str(mix), duration=duration, arrivals_per_hour=float(rate), namespace=namespace
@@ -195,6 +210,14 @@ def generate(settings: GeneratorSettings, *, seed: int) -> tuple[WorkItem, ...]:
     classes = MIXES[settings.mix]
     weights = [c.weight for c in classes]
     rate = settings.arrivals_per_hour / 3600.0
+    for cls in classes:  # the one validation every pod passes; copies differ in names only
+        try:
+            validated_pod(
+                pod_manifest(name=cls.name, namespace=settings.namespace, cls=cls),
+                source=f"generator mix {settings.mix}",
+            )
+        except PodInvalid as exc:
+            raise WorkloadError(str(exc)) from None
     items: list[WorkItem] = []
     # The pods of a class differ only in name: they share the class's spec (the manifest's
     # and the parsed one), which nothing modifies.
@@ -228,6 +251,7 @@ def generate(settings: GeneratorSettings, *, seed: int) -> tuple[WorkItem, ...]:
                     priority=cls.priority,
                     manifest={**base, "metadata": metadata},
                     spec=replace(spec, name=name),
+                    pod_class=cls.name,
                 )
             )
     return tuple(items)

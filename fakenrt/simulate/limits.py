@@ -18,6 +18,10 @@ MAX_LAG_SECONDS = 86_400.0
 MIN_PERIOD = 0.01
 #: Values in one ``--sweep``.
 MAX_SWEEP_VALUES = 16
+#: Seeds every point of a run is simulated with (``--seeds``).
+MAX_SEEDS = 100
+#: Simulations in one invocation (strategies x points x seeds).
+MAX_RUNS = 10_000
 #: Re-creations of one rejected pod.
 MAX_REQUEUES = 100
 #: Scheduling periods in the horizon (horizon / period).
@@ -25,6 +29,9 @@ MAX_CYCLES = 10_000_000
 #: Scheduling attempts in one run (a pod retried every backoff step counts each time); a
 #: run that would need more stops with an error instead of running for hours.
 MAX_ATTEMPTS = 20_000_000
+#: The seed of the generator and the NRT jitter (a signed 64-bit integer, as a Go or
+#: NumPy consumer of the JSON would read it).
+MAX_SEED = 2**63 - 1
 #: Arrivals per hour of the generator.
 MAX_ARRIVALS_PER_HOUR = 100_000.0
 
@@ -33,7 +40,22 @@ class LimitError(ValueError):
     """An input beyond a documented bound; the message names the input and the bound."""
 
 
+def shown(value: float) -> str:
+    """A number for an error message: short even when it is huge (a 400-digit integer
+    cannot become a float; a message quotes at most a few digits of it)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value.bit_length() <= 64:
+            return str(value)
+        try:
+            return f"an integer of {len(str(abs(value)))} digits"
+        except ValueError:  # beyond Python's 4,300-digit conversion limit
+            return "an integer of more than 4,300 digits"
+    return f"{value:.10g}"
+
+
 def check_range(value: float, *, name: str, low: float, high: float) -> float:
     if not (low <= value <= high):
-        raise LimitError(f"{name} must be between {low:.10g} and {high:.10g} (got {value:.10g})")
+        raise LimitError(
+            f"{name} must be between {shown(low)} and {shown(high)} (got {shown(value)})"
+        )
     return value

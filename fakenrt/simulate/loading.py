@@ -11,7 +11,7 @@ from typing import Any
 
 from fakenrt.profiles import ProfileError, load_profiles
 from fakenrt.profiles.loading import load_yaml
-from fakenrt.simulate.generator import generate, parse_generator
+from fakenrt.simulate.generator import GeneratorSettings, generate, parse_generator
 from fakenrt.simulate.limits import MAX_TRACE_BYTES, LimitError
 from fakenrt.simulate.scenario import (
     SCENARIO_KEYS,
@@ -21,7 +21,12 @@ from fakenrt.simulate.scenario import (
     expand_nodes,
     parse_settings,
 )
-from fakenrt.simulate.workload import WorkItem, WorkloadError, parse_jsonl, parse_trace_data
+from fakenrt.simulate.workload import (
+    WorkItem,
+    WorkloadError,
+    parse_jsonl,
+    parse_trace_data,
+)
 
 BUNDLED = "default.yaml"
 
@@ -51,13 +56,20 @@ def read_bounded(path: Path, *, what: str) -> str:
     return text
 
 
+def _yaml(text: str, *, source: str) -> object:
+    """One YAML document; syntax errors, hostile sizes and values the constructor cannot
+    build (an integer of more than 4,300 digits) are a ProfileError naming the file
+    (:mod:`fakenrt.yamltext`)."""
+    return load_yaml(text, source=source)
+
+
 def load_trace(path: Path) -> tuple[WorkItem, ...]:
     """A trace file: JSONL when it ends in ``.jsonl``, else YAML."""
     text = read_bounded(path, what="trace")
     if path.suffix == ".jsonl":
         return parse_jsonl(text, source=str(path))
     try:
-        data = load_yaml(text, source=str(path))
+        data = _yaml(text, source=str(path))
     except ProfileError as exc:
         raise WorkloadError(str(exc)) from None
     return parse_trace_data(data, source=str(path))
@@ -70,14 +82,25 @@ class Overrides:
     profiles: Path | None = None
     trace: Path | None = None
     generate: Mapping[str, Any] = field(default_factory=dict)
+    #: The option that set each ``generate`` field (``{"mix": "--mix"}``), named by errors.
+    generate_options: Mapping[str, str] = field(default_factory=dict)
     settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _shown_path(path: Path) -> str:
+    """A bundled file by what it is (``bundled cluster.yaml``: the same on every machine),
+    any other file as given."""
+    if path.resolve().parent == bundled_scenario().resolve().parent:
+        return f"bundled {path.name}"
+    return str(path)
 
 
 def load_scenario(path: Path, overrides: Overrides) -> Scenario:
     """Read the scenario at ``path`` with ``overrides`` applied. Raises ScenarioError,
-    WorkloadError, LimitError or ProfileError naming the file and field."""
+    WorkloadError, LimitError or ProfileError naming the file (or option) and field: the
+    file that supplied the value, never the scenario a command-line file replaced."""
     source = str(path)
-    data = load_yaml(read_bounded(path, what="scenario"), source=source)
+    data = _yaml(read_bounded(path, what="scenario"), source=source)
     if not isinstance(data, Mapping):
         raise ScenarioError(f"{source}: a scenario is a mapping ({', '.join(SCENARIO_KEYS)})")
     unknown = sorted(set(map(str, data)) - set(SCENARIO_KEYS))
@@ -93,30 +116,77 @@ def load_scenario(path: Path, overrides: Overrides) -> Scenario:
         profiles_path = base / data["profiles"]
     read_bounded(profiles_path, what="profiles")  # size check before the YAML parser
     profiles = load_profiles(profiles_path)
-    nodes = expand_nodes(profiles, None if overrides.profiles else data.get("nodes"), source=source)
+    if overrides.profiles is not None:  # one node per profile of the user's file
+        nodes, node_profiles = expand_nodes(profiles, None, source=str(profiles_path))
+    else:
+        nodes, node_profiles = expand_nodes(profiles, data.get("nodes"), source=source)
     kwargs = parse_settings(data.get("settings"), source=source)
     kwargs.update(overrides.settings)
-    if "plugin" in overrides.settings:
-        kwargs["plugin"] = overrides.settings["plugin"]
     settings = Settings(**kwargs)
-    workload_raw = data.get("workload") or {}
+    workload_raw = data.get("workload")
+    if workload_raw is None:
+        workload_raw = {}
     if not isinstance(workload_raw, Mapping) or set(map(str, workload_raw)) - {"trace", "generate"}:
         raise ScenarioError(f"{source}: workload must be a mapping with trace or generate")
-    description = {"scenario": path.name, "profiles": profiles_path.name}
-    if overrides.trace is not None or ("trace" in workload_raw and not overrides.generate):
-        trace_path = overrides.trace or base / str(workload_raw["trace"])
-        workload = load_trace(trace_path)
-        description["workload"] = f"trace {trace_path.name}"
-    else:
-        raw_gen = {**dict(workload_raw.get("generate") or {}), **overrides.generate}
-        if not raw_gen and "generate" not in workload_raw:
-            raise ScenarioError(f"{source}: workload needs trace or generate")
-        gen = parse_generator(raw_gen, source=source)
-        workload = generate(gen, seed=settings.seed)
-        if settings.duration is None:
-            settings = replace(settings, duration=gen.duration)
-        description["workload"] = (
-            f"generated mix {gen.mix}, {gen.arrivals_per_hour:g} arrivals/h "
-            f"over {gen.duration / 3600:g} h, seed {settings.seed}"
+    if "trace" in workload_raw and "generate" in workload_raw:
+        raise ScenarioError(
+            f"{source}: workload has both trace and generate; give exactly one of them"
         )
-    return Scenario(nodes=nodes, workload=workload, settings=settings, description=description)
+    description = {"scenario": _shown_path(path), "profiles": _shown_path(profiles_path)}
+    generator: GeneratorSettings | None = None
+    trace_path: Path | None = overrides.trace
+    if trace_path is None and "trace" in workload_raw:
+        # --duration is the horizon too: only the generator's own options conflict
+        chosen = {k: o for k, o in overrides.generate_options.items() if k != "duration"}
+        if chosen:
+            options = " / ".join(sorted(set(chosen.values())))
+            raise ScenarioError(
+                f"{source}: the workload is a trace; {options} set a generated workload "
+                "(give --trace, or a scenario whose workload is generate)"
+            )
+        if not isinstance(workload_raw["trace"], str):
+            raise ScenarioError(f"{source}: workload.trace must be a file name")
+        trace_path = base / workload_raw["trace"]
+    if trace_path is not None:
+        workload = load_trace(trace_path)
+        description["trace"] = _shown_path(trace_path)
+        description["workload"] = f"trace {description['trace']} ({len(workload)} pods)"
+        if not workload:
+            raise ScenarioError(f"{trace_path}: nothing to schedule: the trace has no pods")
+    else:
+        if "generate" not in workload_raw and not overrides.generate:
+            raise ScenarioError(f"{source}: workload needs trace or generate")
+        raw_gen = workload_raw.get("generate") or {}
+        if not isinstance(raw_gen, Mapping):
+            raise ScenarioError(f"{source}: workload.generate must be a mapping")
+        generator = parse_generator(
+            {**raw_gen, **overrides.generate},
+            source=source,
+            options=overrides.generate_options,
+        )
+        workload = generate(generator, seed=settings.seed)
+        if settings.duration is None:
+            settings = replace(settings, duration=generator.duration)
+        description["workload"] = (
+            f"generated mix {generator.mix}, {generator.arrivals_per_hour:g} arrivals/h "
+            f"over {generator.duration / 3600:g} h, seed {settings.seed} ({len(workload)} pods)"
+        )
+        if not workload:
+            raise ScenarioError(
+                f"{source}: nothing to schedule: the generator made no pod in "
+                f"{generator.duration:g}s at {generator.arrivals_per_hour:g} arrivals per hour"
+            )
+    scenario = Scenario(
+        nodes=nodes,
+        workload=workload,
+        settings=settings,
+        description=description,
+        node_profiles=node_profiles,
+        generator=generator,
+    )
+    if all(item.at > scenario.horizon for item in workload):
+        raise ScenarioError(
+            f"{trace_path or source}: nothing to schedule: every pod arrives after "
+            f"the end of the simulation ({scenario.horizon:g}s)"
+        )
+    return scenario

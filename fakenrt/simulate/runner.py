@@ -1,6 +1,7 @@
-"""Executing the planned runs: in this process, or in a pool of worker processes (each
-run is independent and seeded, so the results do not depend on the pool). The edge of
-the simulation that may start processes; the runs themselves are pure."""
+"""Executing the planned runs: in this process, in a pool of local worker processes
+(``--jobs``), or on a Dask cluster (``--executor dask``, :mod:`fakenrt.simulate.dask_runs`).
+Each run is independent and seeded, so the results do not depend on where it ran. The
+edge of the simulation that may start processes; the runs themselves are pure."""
 
 from __future__ import annotations
 
@@ -17,14 +18,32 @@ from fakenrt.simulate.sweep import Run
 Progress = Callable[[int, int, float], None]
 
 
-def _one(run: Run) -> StrategyResult:
+#: Where the runs execute (``--executor``).
+LOCAL, DASK = "local", "dask"
+EXECUTORS = (LOCAL, DASK)
+
+
+def simulate_run(run: Run) -> StrategyResult:
+    """One run (a task of the pool or of the cluster)."""
     return simulate(run.scenario, BY_NAME[run.strategy])
 
 
 def execute(
-    runs: Sequence[Run], *, jobs: int = 1, progress: Progress | None = None
+    runs: Sequence[Run],
+    *,
+    jobs: int = 1,
+    progress: Progress | None = None,
+    executor: str = LOCAL,
+    address: str | None = None,
 ) -> list[StrategyResult]:
-    """Results in the order of ``runs``."""
+    """Results in the order of ``runs``. With ``executor`` :data:`DASK` the runs go to the
+    Dask scheduler at ``address`` (``jobs`` is the cluster's business then)."""
+    if executor == DASK:
+        from fakenrt.simulate.dask_runs import run_on_dask  # the optional extra
+
+        if address is None:
+            raise ValueError("the dask executor needs the scheduler's address")
+        return run_on_dask(runs, address=address, progress=progress)
     total = len(runs)
     if jobs <= 1 or total <= 1:
         out = []
@@ -40,7 +59,7 @@ def execute(
         return out
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=min(jobs, total), mp_context=context) as pool:
-        futures = [pool.submit(_one, run) for run in runs]
+        futures = [pool.submit(simulate_run, run) for run in runs]
         results: list[StrategyResult] = []
         for i, future in enumerate(futures):
             results.append(future.result())

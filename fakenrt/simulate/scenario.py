@@ -33,12 +33,14 @@ from typing import Any
 from fakenrt.profiles.model import NodeProfile
 from fakenrt.scheduler.args import ArgsError, PluginArgs, parse_args
 from fakenrt.scheduler.scoring import STRATEGIES as SCORES
+from fakenrt.simulate.generator import GeneratorSettings
 from fakenrt.simulate.limits import (
     MAX_CYCLES,
     MAX_LAG_SECONDS,
     MAX_NODES,
     MAX_REQUEUES,
     MAX_SECONDS,
+    MAX_SEED,
     MIN_PERIOD,
     LimitError,
     check_range,
@@ -59,6 +61,17 @@ SETTINGS_KEYS = (
     "score",
     "pluginArgs",
 )
+#: The file's spelling of the settings fields (file key -> :class:`Settings` field).
+FILE_KEYS = {
+    "nrtDelay": "nrt_delay",
+    "nrtJitter": "nrt_jitter",
+    "exporterDelay": "exporter_delay",
+    "startDelay": "start_delay",
+    "period": "period",
+    "duration": "duration",
+    "maxRequeues": "max_requeues",
+    "seed": "seed",
+}
 #: Settings a ``--sweep`` may vary (command-line spelling -> field).
 SWEEPABLE = {
     "nrt-delay": "nrt_delay",
@@ -68,8 +81,30 @@ SWEEPABLE = {
 }
 
 
+#: The bounds of every numeric setting (field -> low, high), checked where the value is
+#: read (naming the file field or the command-line option) and again when the
+#: :class:`Settings` is built.
+SETTING_BOUNDS: Mapping[str, tuple[float, float]] = {
+    "nrt_delay": (0.0, MAX_LAG_SECONDS),
+    "nrt_jitter": (0.0, MAX_LAG_SECONDS),
+    "exporter_delay": (0.0, MAX_LAG_SECONDS),
+    "start_delay": (0.0, MAX_LAG_SECONDS),
+    "period": (MIN_PERIOD, MAX_LAG_SECONDS),
+    "max_requeues": (0, MAX_REQUEUES),
+    "duration": (1e-3, MAX_SECONDS),
+    "seed": (0, MAX_SEED),
+}
+
+
 class ScenarioError(ValueError):
     """A scenario that cannot be used; the message names the file and field."""
+
+
+def check_setting(name: str, value: float, *, where: str) -> None:
+    """Raise :class:`LimitError` naming ``where`` when ``value`` is out of the bounds of
+    the setting ``name`` (a field of :class:`Settings`)."""
+    low, high = SETTING_BOUNDS[name]
+    check_range(value, name=where, low=low, high=high)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,14 +122,10 @@ class Settings:
     plugin: PluginArgs = field(default_factory=PluginArgs)
 
     def __post_init__(self) -> None:
-        for name in ("nrt_delay", "nrt_jitter", "exporter_delay", "start_delay"):
-            check_range(
-                getattr(self, name), name=name.replace("_", "-"), low=0, high=MAX_LAG_SECONDS
-            )
-        check_range(self.period, name="period", low=MIN_PERIOD, high=MAX_LAG_SECONDS)
-        check_range(self.max_requeues, name="max-requeues", low=0, high=MAX_REQUEUES)
-        if self.duration is not None:
-            check_range(self.duration, name="duration", low=1e-3, high=MAX_SECONDS)
+        for name in SETTING_BOUNDS:
+            value = getattr(self, name)
+            if value is not None:
+                check_setting(name, value, where=name.replace("_", "-"))
         if self.plugin.scoring_strategy not in SCORES:
             raise ScenarioError(f"score must be one of {', '.join(SCORES)}")
 
@@ -115,8 +146,16 @@ class Scenario:
     nodes: tuple[NodeProfile, ...]
     workload: tuple[WorkItem, ...]
     settings: Settings
-    #: Where the nodes and the workload came from (shown in the report).
+    #: Where the settings, the nodes and the workload came from (shown in the report and
+    #: named by errors): ``scenario``, ``profiles``, ``workload`` and, for a trace,
+    #: ``trace`` (paths as given).
     description: Mapping[str, str] = field(default_factory=dict)
+    #: Node name -> the profile it is a copy of (its node shape in the breakdowns); a node
+    #: missing here is its own shape.
+    node_profiles: Mapping[str, str] = field(default_factory=dict)
+    #: The generator that made the workload (None: a trace), so that a run over several
+    #: seeds regenerates it per seed.
+    generator: GeneratorSettings | None = None
 
     def __post_init__(self) -> None:
         cycles = self.horizon / self.settings.period
@@ -126,6 +165,10 @@ class Scenario:
                 f"{cycles:.0f} scheduling periods; the limit is {MAX_CYCLES} (raise the period "
                 "or shorten the duration)"
             )
+
+    def profile_of(self, node: str) -> str:
+        """The profile a node copies (its node shape in the breakdowns)."""
+        return self.node_profiles.get(node, node)
 
     @property
     def horizon(self) -> float:
@@ -172,6 +215,9 @@ def parse_settings(raw: Any, *, source: str) -> dict[str, Any]:
             out["duration"] = seconds(data["duration"], f"{where}.duration", allow_zero=False)
     except WorkloadError as exc:
         raise ScenarioError(str(exc)) from None
+    for key, name in FILE_KEYS.items():
+        if name in out:
+            check_setting(name, out[name], where=f"{where}.{key}")
     if "requeue" in data:
         if not isinstance(data["requeue"], bool):
             raise ScenarioError(f"{where}.requeue: must be true or false")
@@ -181,8 +227,7 @@ def parse_settings(raw: Any, *, source: str) -> dict[str, Any]:
             value = data[key]
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ScenarioError(f"{where}.{key}: must be a non-negative integer")
-            if key == "seed" and value >= 2**63:
-                raise LimitError(f"{where}.seed: must be below 2**63")
+            check_setting(name, value, where=f"{where}.{key}")
             out[name] = value
     plugin_raw = dict(data.get("pluginArgs") or {})
     if "score" in data:
@@ -196,11 +241,13 @@ def parse_settings(raw: Any, *, source: str) -> dict[str, Any]:
 
 def expand_nodes(
     profiles: Sequence[NodeProfile], raw: Any, *, source: str
-) -> tuple[NodeProfile, ...]:
+) -> tuple[tuple[NodeProfile, ...], dict[str, str]]:
     """The scenario's nodes: ``count`` copies of named profiles (named ``<profile>-<i>``),
-    or every profile once when ``nodes`` is absent."""
+    or every profile once when ``nodes`` is absent; and the profile of every node."""
+    of: dict[str, str] = {}
     if raw is None:
         nodes = tuple(profiles)
+        of = {p.name: p.name for p in profiles}
     else:
         if not isinstance(raw, Sequence) or isinstance(raw, str):
             raise ScenarioError(f"{source}: nodes must be a list of {{profile, count}}")
@@ -221,7 +268,9 @@ def expand_nodes(
             if len(out) + count > MAX_NODES:
                 raise LimitError(f"{where}: more than {MAX_NODES} nodes in the scenario")
             profile = by_name[str(name)]
-            out += [replace(profile, name=f"{profile.name}-{n:02d}") for n in range(count)]
+            copies = [replace(profile, name=f"{profile.name}-{n:02d}") for n in range(count)]
+            of.update((c.name, profile.name) for c in copies)
+            out += copies
         nodes = tuple(out)
     if not nodes:
         raise ScenarioError(f"{source}: the scenario has no nodes")
@@ -230,4 +279,4 @@ def expand_nodes(
     names = [n.name for n in nodes]
     if len(set(names)) != len(names):
         raise ScenarioError(f"{source}: node names must be unique")
-    return nodes
+    return nodes, of

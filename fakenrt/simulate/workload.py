@@ -7,7 +7,13 @@ entry::
     duration: 2h       # how long the pod runs once the kubelet started it
     priority: 10       # optional (default 0): higher goes first in the scheduling queue
     count: 3           # optional (default 1): that many copies, named <name>-0, -1, ...
+    class: finetune    # optional: the pod class the figures are broken down by (default:
+                       # the pod's size, such as "2 GPU, 16 CPU, 96Gi")
     pod: {...}         # a Pod manifest: metadata.name (namespace optional), spec.containers
+
+Every pod passes the same validation as ``fakenrt kubelet explain`` and ``fakenrt scheduler
+evaluate`` (:mod:`fakenrt.podvalidation`): a manifest the API server would refuse is
+refused here, naming the entry, the pod and the field.
 
 Everything is checked against :mod:`fakenrt.simulate.limits`; errors name the source, the
 entry and the field.
@@ -24,11 +30,14 @@ from typing import Any
 
 from fakenrt.durations import DurationError, parse_duration
 from fakenrt.podspec import PodSpec, PodSpecError, effective_requests, pod_from_manifest
-from fakenrt.simulate.limits import MAX_PODS, MAX_SECONDS, LimitError
+from fakenrt.podvalidation import PodInvalid, validated_pod
+from fakenrt.simulate.limits import MAX_PODS, MAX_SECONDS, LimitError, shown
 
 #: The resource counted as GPUs in every figure.
 GPU = "nvidia.com/gpu"
-ENTRY_KEYS = ("at", "duration", "priority", "count", "pod")
+ENTRY_KEYS = ("at", "duration", "priority", "count", "class", "pod")
+#: Longest pod class name.
+MAX_CLASS_LENGTH = 63
 
 
 class WorkloadError(ValueError):
@@ -44,6 +53,13 @@ class WorkItem:
     priority: int
     manifest: Mapping[str, Any]
     spec: PodSpec
+    #: The class the figures are broken down by (the generator's class, a trace entry's
+    #: ``class``, else :func:`size_label`).
+    pod_class: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.pod_class:
+            object.__setattr__(self, "pod_class", size_label(self.spec))
 
     @property
     def key(self) -> str:
@@ -52,6 +68,37 @@ class WorkItem:
     @property
     def gpus(self) -> int:
         return int(effective_requests(self.spec).get(GPU, Decimal(0)))
+
+
+def _amount(value: Decimal) -> str:
+    return f"{value.normalize():f}"
+
+
+def _memory(value: Decimal) -> str:
+    for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        if value >= size and value % size == 0:
+            return f"{_amount(value / size)}{unit}"
+    return _amount(value)
+
+
+def size_label(spec: PodSpec) -> str:
+    """A pod's size in words, such as ``2 GPU, 16 CPU, 96Gi`` (its effective requests)."""
+    requests = effective_requests(spec)
+    parts = []
+    if requests.get(GPU):
+        parts.append(f"{_amount(requests[GPU])} GPU")
+    if requests.get("cpu"):
+        parts.append(f"{_amount(requests['cpu'])} CPU")
+    if requests.get("memory"):
+        parts.append(_memory(requests["memory"]))
+    return ", ".join(parts) or "no requests"
+
+
+def value_problem(exc: ValueError) -> str:
+    """What a YAML or JSON parser's ValueError says, in the user's terms."""
+    if "integer string conversion" in str(exc):
+        return "an integer of more than 4,300 digits"
+    return str(exc)
 
 
 def seconds(value: Any, where: str, *, allow_zero: bool = True) -> float:
@@ -80,7 +127,7 @@ def _integer(value: Any, where: str, *, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise WorkloadError(f"{where}: expected an integer, found {value!r}")
     if not low <= value <= high:
-        raise LimitError(f"{where}: must be between {low} and {high} (got {value})")
+        raise LimitError(f"{where}: must be between {low} and {high} (got {shown(value)})")
     return value
 
 
@@ -114,10 +161,15 @@ def items_from_entries(entries: Iterable[tuple[str, Any]]) -> tuple[WorkItem, ..
         count = _integer(entry.get("count", 1), f"{where}: count", low=1, high=MAX_PODS)
         if len(out) + count > MAX_PODS:
             raise LimitError(f"{where}: the workload has more than {MAX_PODS} pods")
+        pod_class = entry.get("class", "")
+        if not isinstance(pod_class, str) or len(pod_class) > MAX_CLASS_LENGTH:
+            raise WorkloadError(
+                f"{where}: class must be a string of at most {MAX_CLASS_LENGTH} characters"
+            )
         manifest = entry["pod"]
         try:
-            spec = pod_from_manifest(manifest, source=where)
-        except PodSpecError as exc:
+            spec = validated_pod(manifest, source=where)
+        except PodInvalid as exc:
             raise WorkloadError(str(exc)) from None
         if spec.node_name:
             raise WorkloadError(f"{where}: pod {spec.key}: spec.nodeName must not be set")
@@ -125,14 +177,22 @@ def items_from_entries(entries: Iterable[tuple[str, Any]]) -> tuple[WorkItem, ..
             if count > 1:
                 name = f"{spec.name}-{i}"
                 copy = _renamed(manifest, name)
-                item_spec = pod_from_manifest(copy, source=where)
+                try:  # the copies differ from the validated pod in their name only
+                    item_spec = pod_from_manifest(copy, source=where)
+                except PodSpecError as exc:
+                    raise WorkloadError(str(exc)) from None
             else:
                 copy, item_spec = dict(manifest), spec
             if item_spec.key in seen:
                 raise WorkloadError(f"{where}: pod {item_spec.key} appears twice in the workload")
             seen.add(item_spec.key)
             item = WorkItem(
-                at=at, duration=duration, priority=priority, manifest=copy, spec=item_spec
+                at=at,
+                duration=duration,
+                priority=priority,
+                manifest=copy,
+                spec=item_spec,
+                pod_class=pod_class,
             )
             out.append((at, len(out), item))
     out.sort(key=lambda t: (t[0], t[1]))
@@ -148,6 +208,10 @@ def parse_jsonl(text: str, *, source: str) -> tuple[WorkItem, ...]:
             entries.append((f"{source}:{number}", json.loads(line)))
         except json.JSONDecodeError as exc:
             raise WorkloadError(f"{source}:{number}: not valid JSON: {exc.msg}") from None
+        except ValueError as exc:  # an integer of more than 4,300 digits
+            raise WorkloadError(
+                f"{source}:{number}: not valid JSON: {value_problem(exc)}"
+            ) from None
         if len(entries) > MAX_PODS:
             raise LimitError(f"{source}: more than {MAX_PODS} entries")
     return items_from_entries(entries)

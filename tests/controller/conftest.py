@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from exporter.kubeclient import KubeClient
-from exporter.kubeconfig import ClusterConfig
+from exporter.kubesettings import ClusterConfig
 from fakenrt.profiles import NodeProfile, parse_profiles
 from tests.controlplane.cluster import ControlPlane
 

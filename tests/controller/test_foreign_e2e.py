@@ -21,7 +21,7 @@ from tests.controller.conftest import make_profiles, unique
 from tests.controller.harness import get_pod, running, wait_for
 from tests.controller.test_exporter_e2e import REPO, _free_port, expected_annotations
 from tests.controlplane.cluster import ControlPlane
-from tests.controlplane.helpers import ensure_service_account
+from tests.controlplane.helpers import ensure_namespace
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.usefixtures("nrt_crd")]
 
@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.controlplane, pytest.mark.usefixtures("nrt_crd")]
 def test_foreign_allocated_is_a_pod_the_exporter_annotates(
     kube: KubeClient, control_plane: ControlPlane, api_client: client.ApiClient, tmp_path: Path
 ) -> None:
-    ensure_service_account(api_client, FOREIGN_NAMESPACE, "default")
+    ensure_namespace(api_client, FOREIGN_NAMESPACE)  # its default ServiceAccount
     name = unique("fgn")
     (profile,) = make_profiles(
         {

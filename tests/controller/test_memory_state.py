@@ -308,8 +308,8 @@ def test_a_node_the_kubelet_would_not_restart_stays_down_until_its_state_is_remo
         assert REFUSED.format(node=node) in ready["message"]
         events, _ = kube.list_all(
             path("api", "v1", "namespaces", "default", "events"),
-            fieldSelector=f"involvedObject.name={node}",
-        )
+            fieldSelector=f"involvedObject.name={node},source=kubelet",
+        )  # the kubelet's only: the node lifecycle controller records RegisteredNode
         assert [(e["type"], e["reason"]) for e in events] == [("Warning", MEMORY_STATE_INVALID)]
         assert events[0]["involvedObject"]["kind"] == "Node"
         # A pod bound to it is not admitted; the healthy node's pod, bound after it (one

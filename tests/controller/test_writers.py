@@ -144,9 +144,9 @@ def test_memory_state_annotation_and_node_event(
     record_node_event(kube, RecordNodeEvent(node, "Warning", "Why", "because", 1_800_000_000.0))
     events, _ = kube.list_all(
         path("api", "v1", "namespaces", "default", "events"),
-        fieldSelector=f"involvedObject.name={node}",
+        fieldSelector=f"involvedObject.name={node},source=kubelet",
     )
-    (event,) = events
+    (event,) = events  # the node lifecycle controller's RegisteredNode is not ours
     assert event["involvedObject"] == {
         "apiVersion": "v1",
         "kind": "Node",

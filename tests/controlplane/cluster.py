@@ -1,10 +1,15 @@
-"""A real etcd + kube-apiserver on loopback, for the test suite.
+"""A real etcd + kube-apiserver + kube-controller-manager on loopback, for the test suite.
 
 ``ControlPlane.start()`` picks free ports, generates a CA, a serving certificate, a
-service-account signing key and a static admin token in a temporary directory, starts
-etcd and kube-apiserver (RBAC authorization, default admission plugins), waits until
-``/readyz`` answers and writes a kubeconfig. ``stop()`` terminates both process groups
-and removes the directory. Binaries come from ``build.sh`` beside this file.
+service-account signing key, a client certificate for the controller-manager and a static
+admin token in a temporary directory, starts etcd and kube-apiserver (RBAC authorization,
+default admission plugins), waits until ``/readyz`` answers and writes a kubeconfig, then
+starts kube-controller-manager - the controllers a real cluster runs and schedulers rely
+on (namespaces, service accounts and their tokens, the root CA ConfigMap in every
+namespace, garbage collection, pod GC, node lifecycle, workloads...) - and waits until it
+has published ``kube-root-ca.crt`` and made the ``default`` ServiceAccount in
+``default``. ``stop()`` terminates the process groups and removes the directory.
+Binaries come from ``build.sh`` beside this file.
 """
 
 from __future__ import annotations
@@ -26,6 +31,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ADMIN_TOKEN_USER = "numa-testkit-admin"
 READY_TIMEOUT_S = 120.0
+#: The controller-manager's identity: the user the bootstrap RBAC policy binds
+#: ``system:kube-controller-manager`` to (each controller then acts as its own
+#: ServiceAccount in kube-system: --use-service-account-credentials).
+CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
+#: The binaries build.sh makes.
+BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd")
 
 
 class ControlPlaneError(RuntimeError):
@@ -33,8 +44,9 @@ class ControlPlaneError(RuntimeError):
 
 
 def binaries_dir() -> Path:
-    """The directory with kube-apiserver and etcd: $NUMA_TESTKIT_CONTROLPLANE_BIN, or the
-    output of build.sh (which builds on first use and reuses its cache afterwards)."""
+    """The directory with kube-apiserver, kube-controller-manager, kube-scheduler and etcd:
+    $NUMA_TESTKIT_CONTROLPLANE_BIN, or the output of build.sh (which builds on first use
+    and reuses its cache afterwards)."""
     given = os.environ.get("NUMA_TESTKIT_CONTROLPLANE_BIN")
     if given:
         path = Path(given)
@@ -46,7 +58,7 @@ def binaries_dir() -> Path:
                 + proc.stderr[-4000:]
             )
         path = Path(proc.stdout.strip().splitlines()[-1])
-    for name in ("kube-apiserver", "etcd"):
+    for name in BINARIES:
         if not os.access(path / name, os.X_OK):
             raise ControlPlaneError(f"{path / name} is missing or not executable")
     return path
@@ -86,13 +98,33 @@ def _make_certs(pki: Path) -> None:
     )  # fmt: skip
     _openssl("genrsa", "-out", "sa.key", "2048", cwd=pki)
     _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
+    _client_cert(pki, "controller-manager", CONTROLLER_MANAGER_USER)
+
+
+def _client_cert(pki: Path, name: str, user: str) -> None:
+    """``<name>.crt`` / ``<name>.key``: a client certificate for ``user`` signed by the CA."""
+    _openssl("genrsa", "-out", f"{name}.key", "2048", cwd=pki)
+    (pki / f"{name}.cnf").write_text("extendedKeyUsage=clientAuth\n")
+    _openssl(
+        "req", "-new", "-key", f"{name}.key", "-subj", f"/CN={user}", "-out", f"{name}.csr",
+        cwd=pki,
+    )  # fmt: skip
+    _openssl(
+        "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+        "-CAcreateserial", "-days", "2", "-extfile", f"{name}.cnf", "-out", f"{name}.crt",
+        cwd=pki,
+    )  # fmt: skip
 
 
 @dataclass
 class ControlPlane:
-    """One etcd + kube-apiserver pair. Use ``start()``/``stop()`` or as a context manager."""
+    """One etcd + kube-apiserver + kube-controller-manager. Use ``start()``/``stop()`` or
+    as a context manager."""
 
     bin_dir: Path
+    #: Extra kube-controller-manager flags (a later flag wins), e.g. a short
+    #: ``--node-monitor-grace-period`` for a test.
+    controller_manager_args: tuple[str, ...] = ()
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="numa-testkit-cp-")))
     admin_token: str = field(default_factory=lambda: os.urandom(16).hex())
     etcd_port: int = 0
@@ -188,6 +220,47 @@ class ControlPlane:
         ctx = ssl.create_default_context(cafile=str(self.ca_file))
         self._wait_http(f"{self.server}/readyz", apiserver, "kube-apiserver", ssl_ctx=ctx)
         self._write_kubeconfig()
+        self._start_controller_manager(pki)
+
+    def _start_controller_manager(self, pki: Path) -> None:
+        kubeconfig = self.workdir / "controller-manager.kubeconfig"
+        kubeconfig.write_text(
+            self._kubeconfig_text(
+                "controller-manager",
+                f"    client-certificate: {pki / 'controller-manager.crt'}\n"
+                f"    client-key: {pki / 'controller-manager.key'}\n",
+            )
+        )
+        manager = self._spawn(
+            "kube-controller-manager",
+            [
+                str(self.bin_dir / "kube-controller-manager"),
+                f"--kubeconfig={kubeconfig}",
+                "--leader-elect=false",
+                "--use-service-account-credentials=true",
+                f"--service-account-private-key-file={pki / 'sa.key'}",
+                f"--root-ca-file={pki / 'ca.crt'}",
+                f"--cluster-signing-cert-file={pki / 'ca.crt'}",
+                f"--cluster-signing-key-file={pki / 'ca.key'}",
+                "--service-cluster-ip-range=10.96.0.0/24",
+                "--secure-port=0",
+                "--v=1",
+                *self.controller_manager_args,
+            ],
+        )
+        self._wait_controllers(manager)
+
+    def _wait_controllers(self, manager: subprocess.Popen[bytes]) -> None:
+        """Until the root CA publisher and the ServiceAccount controller have done their
+        work in ``default`` (the controllers run; their informers have synced)."""
+        ctx = ssl.create_default_context(cafile=str(self.ca_file))
+        for what in ("configmaps/kube-root-ca.crt", "serviceaccounts/default"):
+            self._wait_http(
+                f"{self.server}/api/v1/namespaces/default/{what}",
+                manager,
+                "kube-controller-manager",
+                ssl_ctx=ctx,
+            )
 
     def _wait_http(
         self, url: str, proc: subprocess.Popen[bytes], name: str, ssl_ctx: ssl.SSLContext | None
@@ -216,17 +289,24 @@ class ControlPlane:
 
     def _write_kubeconfig(self) -> None:
         self.kubeconfig.write_text(
+            self._kubeconfig_text("admin", f"    token: {self.admin_token}\n")
+        )
+
+    def _kubeconfig_text(self, user: str, credentials: str) -> str:
+        return (
             "apiVersion: v1\nkind: Config\n"
             "clusters:\n- name: numa-testkit\n  cluster:\n"
             f"    server: {self.server}\n    certificate-authority: {self.ca_file}\n"
-            "users:\n- name: admin\n  user:\n"
-            f"    token: {self.admin_token}\n"
-            "contexts:\n- name: numa-testkit\n  context: {cluster: numa-testkit, user: admin}\n"
+            f"users:\n- name: {user}\n  user:\n"
+            f"{credentials}"
+            "contexts:\n- name: numa-testkit\n"
+            f"  context: {{cluster: numa-testkit, user: {user}}}\n"
             "current-context: numa-testkit\n"
         )
 
     def stop(self) -> None:
-        """Terminate apiserver then etcd (SIGTERM, then SIGKILL) and remove the workdir."""
+        """Terminate the controller-manager, the apiserver, then etcd (SIGTERM, then
+        SIGKILL) and remove the workdir."""
         for proc in reversed(self._procs):
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):

@@ -3,8 +3,9 @@ authenticated as a ServiceAccount or impersonating a user."""
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +33,14 @@ def token_client(cp: ControlPlane, token: str) -> client.ApiClient:
     return client.ApiClient(cfg)
 
 
-def install_crds(api: client.ApiClient, timeout: float = 30.0) -> list[str]:
-    """Create (or replace) every CRD in manifests/crds and wait until each is Established."""
+def install_crds(
+    api: client.ApiClient, timeout: float = 30.0, *, files: Sequence[Path] | None = None
+) -> list[str]:
+    """Create (or replace) every CRD in ``files`` (default: manifests/crds) and wait until
+    each is Established."""
     ext = client.ApiextensionsV1Api(api)
     names: list[str] = []
-    for path in sorted(CRD_DIR.glob("*.yaml")):
+    for path in files if files is not None else sorted(CRD_DIR.glob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
             if not doc:
                 continue
@@ -63,16 +67,36 @@ def install_crds(api: client.ApiClient, timeout: float = 30.0) -> list[str]:
     return names
 
 
-def ensure_namespace(api: client.ApiClient, name: str) -> None:
-    """Create a namespace and its ``default`` ServiceAccount (no controller-manager runs here
-    to create it, and the ServiceAccount admission plugin needs it for pods)."""
+def ensure_namespace(api: client.ApiClient, name: str, *, timeout: float = 60.0) -> None:
+    """Create a namespace (if missing) and wait until the controller-manager has made what
+    a real cluster's namespace has: the ``default`` ServiceAccount (the ServiceAccount
+    admission plugin refuses pods without it) and the ``kube-root-ca.crt`` ConfigMap."""
     core = client.CoreV1Api(api)
     try:
         core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
     except client.ApiException as exc:
         if exc.status != 409:
             raise
-    ensure_service_account(api, name, "default")
+    deadline = time.monotonic() + timeout
+    account = functools.partial(core.read_namespaced_service_account, "default", name)
+    root_ca = functools.partial(core.read_namespaced_config_map, "kube-root-ca.crt", name)
+    for kind, read in (
+        ("ServiceAccount default", account),
+        ("ConfigMap kube-root-ca.crt", root_ca),
+    ):
+        while True:
+            try:
+                read()
+                break
+            except client.ApiException as exc:
+                if exc.status != 404:
+                    raise
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"no {kind} in namespace {name} after {timeout:.0f} s: is "
+                    "kube-controller-manager running?"
+                )
+            time.sleep(0.1)
 
 
 def ensure_service_account(api: client.ApiClient, namespace: str, name: str) -> None:

@@ -75,7 +75,7 @@ def test_serves_every_resource_until_sigterm(plugin_dir: Path) -> None:
     ("args", "message"),
     [
         pytest.param(["--resource", "rdma/hca"], "has no devices of 'rdma/hca'", id="no-such"),
-        pytest.param(["--node", "other"], "no node named 'other'", id="no-such-node"),
+        pytest.param(["--node", "other"], "--node 'other': no such node in ", id="no-such-node"),
     ],
 )
 def test_bad_input_is_one_line_and_fails(

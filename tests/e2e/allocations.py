@@ -4,13 +4,21 @@ record on the pod (``fakenrt.io/allocation``), or a real kubelet's podresources 
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from exporter.annotations import (
+    MemoryGroup,
+    ZonePlacement,
+    format_memory_groups,
+    format_placement,
+)
 from exporter.resources import PodResources
 from fakenrt.controller.pods import ALLOCATION_ANNOTATION
 from fakenrt.kubelet.allocation import ContainerAllocation, MemoryBlock, PodAllocation
 from fakenrt.kubelet.allocation_codec import decode_allocation
+from fakenrt.profiles import NodeProfile
 
 #: Pod name -> what its kubelet holds for it (pods a kubelet holds nothing for are absent).
 Allocations = Mapping[str, PodAllocation]
@@ -64,3 +72,41 @@ def listed_allocations(
             namespace=pod.namespace, name=pod.name, uid="", containers=tuple(containers)
         )
     return out
+
+
+def zone_amounts(
+    profile: NodeProfile, allocation: PodAllocation
+) -> tuple[dict[int, dict[str, int]], dict[frozenset[int], dict[str, int]]]:
+    """What ``allocation`` holds per NUMA zone (exclusive CPUs, NUMA-affine devices,
+    single-NUMA memory blocks) and per Memory Manager group (every block), by the rule of
+    the placement annotations (interfaces.md)."""
+    zone_of_cpu = {cpu: z.id for z in profile.zones for cpu in z.cpus}
+    zone_of_device = {
+        (name, dev): z.id for z in profile.zones for name, ds in z.devices.items() for dev in ds.ids
+    }
+    per_zone: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    groups: dict[frozenset[int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for container in allocation.containers:
+        for cpu in container.cpus:
+            per_zone[zone_of_cpu[cpu]]["cpu"] += 1
+        for name, ids in container.devices.items():
+            for dev in ids:
+                if (name, dev) in zone_of_device:
+                    per_zone[zone_of_device[(name, dev)]][name] += 1
+        for block in container.memory:
+            if len(block.numa) == 1:
+                per_zone[next(iter(block.numa))][block.type] += block.size
+            groups[block.numa][block.type] += block.size
+    return (
+        {z: dict(a) for z, a in per_zone.items()},
+        {n: dict(a) for n, a in groups.items()},
+    )
+
+
+def expected_observation(profile: NodeProfile, allocation: PodAllocation) -> tuple[str, str]:
+    """The observed placement and memory groups the simulator's allocation amounts to, in
+    the exporter's annotation format (interfaces.md)."""
+    per_zone, groups = zone_amounts(profile, allocation)
+    placement = format_placement(ZonePlacement(z, a) for z, a in per_zone.items())
+    memory = format_memory_groups(MemoryGroup(n, a) for n, a in groups.items())
+    return placement, memory

@@ -10,55 +10,104 @@ import contextlib
 import time
 import uuid
 from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
 from exporter.kubeclient import KubeClient, path
-from exporter.kubeconfig import from_kubeconfig
 from exporter.kubeerrors import Conflict, NotFound
+from exporter.kubesettings import from_kubeconfig
+from schedulers.adapter import Adapter, Build
+from schedulers.building import BuildError, binaries
 from tests.controller.conftest import admin_kube
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.helpers import ensure_namespace
+from tests.e2e.claims import broken_claims
 from tests.e2e.cluster import unique
 from tests.e2e.deployment import Deployment, ProcessDeployment, Topology
+from tests.e2e.driver import drive, topology_for
+from tests.e2e.findings import report
 from tests.e2e.kind_deployment import KindDeployment, install_crds
+from tests.e2e.outcome import Outcome, harness_problems
 from tests.e2e.realnode_deployment import RealKubeletDeployment, RealNodeCluster
-from tests.e2e.schedulers import RECONSTRUCTION, REFERENCE_MODES, SchedulerUnderTest, from_options
+from tests.e2e.scenarios.model import Scenario
+from tests.e2e.schedulers import chosen
 from tests.kind.cluster import KindCluster, _lib_value
 
 DeployFn = Callable[[Topology], Deployment]
 #: (topology, scheduler under test, controller name) -> a deployment not started yet
-BackendFn = Callable[[Topology, SchedulerUnderTest, str], Deployment]
+BackendFn = Callable[[Topology, Adapter, str], Deployment]
 #: Per test on Kind (the first one also brings the cluster up).
 KIND_TIMEOUT_S = 900
+#: Per test that needs a scheduler build: it may wait for a cold one (KAI: minutes).
+BUILD_TIMEOUT_S = 3600
+BUILD_LOG = Path(__file__).resolve().parents[2] / "build" / "scheduler-builds.log"
+_BUILDS = pytest.StashKey[dict[Path, "Future[Path]"]]()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """``scheduler``: the user's scheduler when given; otherwise the reference scheduler's
-    default mode, or every mode for tests marked ``every_reference_mode``."""
+    """``scheduler``: the adapters ``--scheduler`` picks (default: the reference
+    scheduler) and the ad-hoc one of ``--scheduler-command``; for tests marked
+    ``every_mode`` every mode of each picked scheduler, else its default mode."""
     if "scheduler" not in metafunc.fixturenames:
         return
-    custom = from_options(
-        name=metafunc.config.getoption("--scheduler-name"),
-        command=metafunc.config.getoption("--scheduler-command"),
-        reason=metafunc.config.getoption("--scheduler-reason"),
-    )
-    if custom is not None:
-        chosen: tuple[SchedulerUnderTest, ...] = (custom,)
-    elif metafunc.definition.get_closest_marker("every_reference_mode"):
-        chosen = REFERENCE_MODES
-    else:
-        chosen = (RECONSTRUCTION,)
-    metafunc.parametrize("scheduler", chosen, ids=[s.id for s in chosen])
+    for marker in metafunc.definition.iter_markers("parametrize"):
+        if "scheduler" in str(marker.args[0]).replace(" ", "").split(","):
+            return  # the test names its scheduler itself
+    every_mode = metafunc.definition.get_closest_marker("every_mode") is not None
+    picked = chosen(metafunc.config, every_mode=every_mode)
+    metafunc.parametrize("scheduler", picked, ids=[a.id for a in picked])
+
+
+def _builds_of(item: pytest.Item) -> list[Build]:
+    """The scheduler builds ``item`` needs: its scheduler's, and any ``build`` marker's."""
+    callspec = getattr(item, "callspec", None)
+    adapter = callspec.params.get("scheduler") if callspec is not None else None
+    builds = [adapter.build] if isinstance(adapter, Adapter) and adapter.build else []
+    return builds + [m.args[0] for m in item.iter_markers("build")]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On Kind, a scenario may take longer than the suite's default timeout."""
+    """Tests that need a scheduler build run last, so the builds (started in the background
+    once collection is done) overlap every other test; they may wait for a cold build. On
+    Kind, a scenario may take longer than the suite's default timeout."""
+    needing = [item for item in items if _builds_of(item)]
+    if needing:
+        items[:] = [item for item in items if not _builds_of(item)] + needing
+        for item in needing:
+            item.add_marker(pytest.mark.timeout(BUILD_TIMEOUT_S))
     if not config.getoption("--kind"):
         return
     for item in items:
         if "backend" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.timeout(KIND_TIMEOUT_S))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the builds the selected tests need, one after the other in a background
+    thread (their progress in build/scheduler-builds.log); each test waits for its own."""
+    builds = {b.script: b for item in session.items for b in _builds_of(item)}
+    if not builds:
+        return
+    BUILD_LOG.parent.mkdir(parents=True, exist_ok=True)
+    log = BUILD_LOG.open("a")
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scheduler-builds")
+    session.config.stash[_BUILDS] = {
+        script: executor.submit(binaries, build, progress=log) for script, build in builds.items()
+    }
+    executor.shutdown(wait=False)
+
+
+@pytest.fixture(autouse=True)
+def _scheduler_builds(request: pytest.FixtureRequest) -> None:
+    """Wait for the builds this test needs (started after collection)."""
+    started = request.config.stash.get(_BUILDS, {})
+    for build in _builds_of(request.node):
+        try:
+            started[build.script].result()
+        except BuildError as exc:
+            raise AssertionError(f"{exc} - see {BUILD_LOG}") from None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -134,9 +183,7 @@ def backend(request: pytest.FixtureRequest, kube: KubeClient) -> BackendFn:
     if _real_kubelets(request):
         real: RealNodeCluster = request.getfixturevalue("realnode_cluster")
 
-        def make_real(
-            topology: Topology, scheduler: SchedulerUnderTest, controller_name: str
-        ) -> Deployment:
+        def make_real(topology: Topology, scheduler: Adapter, controller_name: str) -> Deployment:
             return RealKubeletDeployment(
                 cluster=real,
                 kube=kube,
@@ -150,9 +197,7 @@ def backend(request: pytest.FixtureRequest, kube: KubeClient) -> BackendFn:
         cluster: KindCluster = request.getfixturevalue("kind_e2e")
         image = _lib_value("PROJECT_IMAGE")
 
-        def make_kind(
-            topology: Topology, scheduler: SchedulerUnderTest, controller_name: str
-        ) -> Deployment:
+        def make_kind(topology: Topology, scheduler: Adapter, controller_name: str) -> Deployment:
             return KindDeployment(
                 cluster=cluster,
                 kube=kube,
@@ -166,7 +211,7 @@ def backend(request: pytest.FixtureRequest, kube: KubeClient) -> BackendFn:
     control_plane: ControlPlane = request.getfixturevalue("control_plane")
     request.getfixturevalue("nrt_crd")
 
-    def make(topology: Topology, scheduler: SchedulerUnderTest, controller_name: str) -> Deployment:
+    def make(topology: Topology, scheduler: Adapter, controller_name: str) -> Deployment:
         return ProcessDeployment(
             kube=kube,
             kubeconfig=control_plane.kubeconfig,
@@ -193,7 +238,7 @@ def deploy(
     request: pytest.FixtureRequest,
     kube: KubeClient,
     backend: BackendFn,
-    scheduler: SchedulerUnderTest,
+    scheduler: Adapter,
     namespace: str,
 ) -> Iterator[DeployFn]:
     """Start a deployment of the given topology with the scheduler under test. After the
@@ -222,3 +267,32 @@ def deploy(
     )
     for deployment in reversed(started):
         deployment.stop()
+
+
+@pytest.fixture
+def run_scenario(
+    deploy: DeployFn,
+    kube: KubeClient,
+    namespace: str,
+    scheduler: Adapter,
+    capsys: pytest.CaptureFixture[str],
+) -> Callable[[Scenario], Outcome]:
+    """``run_scenario(scenario)``: deploy it in its default variant with the scheduler under
+    test, drive it (tests/e2e/driver.py), print its line and findings (and record it,
+    tests/e2e/findings.py), then assert the harness's invariants and the claims the
+    scheduler's adapter makes (tests/e2e/claims.py). Returns the outcome for the test's own
+    assertions."""
+
+    def run(scenario: Scenario) -> Outcome:
+        d = deploy(topology_for(scenario, scenario.default_variant))
+        outcome = drive(scenario, d, kube=kube, namespace=namespace)
+        text = report(scheduler, scenario, outcome)
+        with capsys.disabled():
+            print(f"\n{text}")
+        problems = harness_problems(outcome)
+        assert problems == [], "the harness failed:\n" + "\n".join(problems)
+        broken = broken_claims(scheduler, scenario, outcome)
+        assert broken == [], f"{scheduler.id} breaks its claims:\n" + "\n".join(broken)
+        return outcome
+
+    return run

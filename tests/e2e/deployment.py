@@ -11,18 +11,15 @@ protocol.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shlex
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -34,12 +31,22 @@ from fakenrt.controller.endpoints import socket_path, sysfs_root
 from fakenrt.controller.pods import RUN_DURATION_ANNOTATION
 from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile, parse_profiles
+from schedulers.adapter import Adapter, node_label
+from schedulers.building import binaries
+from schedulers.kai import BUILD as KAI_BUILD
 from tests.e2e.allocations import Allocations, recorded_allocations
-from tests.e2e.schedulers import FAKENRT, SchedulerUnderTest
+from tests.e2e.processes import Process, harness_env
+from tests.e2e.schedulers import (
+    FAKENRT,
+    PodScheduling,
+    SchedulerRun,
+    free_port,
+)
 
 REPO = Path(__file__).resolve().parents[2]
-CONTROLLER_LABEL = "fakenrt.io/controller"
-_STOP_TIMEOUT_S = 20.0
+#: The placement exporters a deployment can run (Topology.exporter).
+NUMA_EXPORTER, KAI_EXPORTER = "numa-exporter", "kai"
+EXPORTERS = (NUMA_EXPORTER, KAI_EXPORTER)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,9 +57,48 @@ class Topology:
     nodes: tuple[Mapping[str, Any], ...]
     #: Extra ``fakenrt controller`` options, e.g. ``("--nrt-delay", "2s")``.
     controller_args: tuple[str, ...] = ()
+    #: Whether a placement exporter runs per node (without: no observed placements).
+    exporters: bool = True
+    #: Which: this project's ``numa-exporter`` (the default) or KAI's Go
+    #: ``numa-placement-exporter`` (``kai``: built by KAI's adapter; the same podresources
+    #: socket and sysfs tree). Local processes only.
+    exporter: str = "numa-exporter"
+
+    def __post_init__(self) -> None:
+        if self.exporter not in EXPORTERS:
+            raise ValueError(f"Topology.exporter {self.exporter!r}: one of {EXPORTERS}")
 
     def profiles(self) -> tuple[NodeProfile, ...]:
         return parse_profiles({"nodes": [dict(n) for n in self.nodes]}, source="e2e topology")
+
+    @property
+    def topology_policy(self) -> str:
+        """The Topology Manager policy of the first node (``{topology_policy}``)."""
+        kubelet = (self.nodes[0].get("kubelet") or {}) if self.nodes else {}
+        return str(kubelet.get("topologyManagerPolicy", "none"))
+
+    def for_scheduler(self, scheduler: Adapter) -> Topology:
+        """The topology with what ``scheduler`` expects of the nodes: its ``nrt`` keys and
+        its ``node_labels`` (each node's own policy filled in) on every node - a node's own
+        keys and labels win -, its controller options after the scenario's."""
+        nodes = tuple(self._adapted(n, scheduler) for n in self.nodes)
+        args = (*self.controller_args, *scheduler.controller_args)
+        return replace(self, nodes=nodes, controller_args=args)
+
+    @staticmethod
+    def _adapted(node: Mapping[str, Any], scheduler: Adapter) -> dict[str, Any]:
+        policy = str((node.get("kubelet") or {}).get("topologyManagerPolicy", "none"))
+        expanded = {
+            key: node_label(value, policy, where=f"{scheduler.id} node label {key}")
+            for key, value in scheduler.node_labels.items()
+        }
+        labels = {k: v for k, v in expanded.items() if v}  # nothing to say: no label
+        adapted = dict(node)
+        if scheduler.nrt:
+            adapted["nrt"] = {**scheduler.nrt, **(node.get("nrt") or {})}
+        if labels:
+            adapted["labels"] = {**labels, **(node.get("labels") or {})}
+        return adapted
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,8 +126,14 @@ class Deployment(Protocol):
 
     #: Value of the ``fakenrt.io/controller`` label on this deployment's nodes.
     controller_name: str
-    scheduler: SchedulerUnderTest
+    scheduler: Adapter
+    #: The topology's nodes once started, named as the Nodes that run them (on real
+    #: kubelets the Kind workers' names), in the topology's order.
     profiles: tuple[NodeProfile, ...]
+
+    @property
+    def pod_scheduling(self) -> PodScheduling:
+        """The scheduler name, labels and annotations of the deployment's workload pods."""
 
     def start(self) -> None:
         """Start everything; return once every node is Ready with an NRT and every
@@ -92,6 +144,10 @@ class Deployment(Protocol):
 
     def kill_controller(self) -> None:
         """SIGKILL the controller (no cleanup, as a crash or OOM kill)."""
+
+    def check_alive(self) -> None:
+        """Raise AssertionError, with the components' logs, when a component that should
+        run has exited (a killed controller until its restart is expected down)."""
 
     def restart_controller(self) -> None:
         """Start the controller again after :meth:`kill_controller`."""
@@ -112,71 +168,6 @@ class Deployment(Protocol):
         then exits."""
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@dataclass
-class Process:
-    """One component as a local process, its output in a log file."""
-
-    name: str
-    argv: list[str]
-    log: Path
-    proc: subprocess.Popen[bytes] | None = None
-
-    def start(self, env: Mapping[str, str]) -> None:
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                self.argv,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=REPO,
-                env=dict(env),
-                start_new_session=True,
-            )
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def signal(self, signum: int) -> None:
-        if self.alive():
-            assert self.proc is not None
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signum)
-
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL after a bounded wait."""
-        if self.proc is None:
-            return
-        self.signal(signal.SIGTERM)
-        self.wait()
-
-    def wait(self) -> None:
-        """Wait for the process to exit; SIGKILL it after a bounded wait."""
-        if self.proc is None:
-            return
-        try:
-            self.proc.wait(timeout=_STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.signal(signal.SIGKILL)
-            self.proc.wait(timeout=_STOP_TIMEOUT_S)
-
-    def kill(self) -> None:
-        if self.proc is None:
-            return
-        self.signal(signal.SIGKILL)
-        self.proc.wait(timeout=_STOP_TIMEOUT_S)
-
-    def tail(self, chars: int = 3000) -> str:
-        text = self.log.read_text(errors="replace") if self.log.exists() else ""
-        return (
-            f"--- {self.name} (exit {self.proc.poll() if self.proc else None}):\n" + (text[-chars:])
-        )
-
-
 @dataclass
 class ProcessDeployment:
     """Every component as a local process, against one API server (admin kubeconfig)."""
@@ -184,7 +175,7 @@ class ProcessDeployment:
     kube: KubeClient
     kubeconfig: Path
     topology: Topology
-    scheduler: SchedulerUnderTest
+    scheduler: Adapter
     controller_name: str
     ready_timeout_s: float = 60.0
     profiles: tuple[NodeProfile, ...] = ()
@@ -192,25 +183,47 @@ class ProcessDeployment:
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="e2e-", dir="/tmp")))
     _controller: Process | None = None
     _others: list[Process] = field(default_factory=list)
+    _scheduler: SchedulerRun | None = None
+    _controller_killed: bool = False
+
+    @property
+    def run(self) -> SchedulerRun:
+        """The scheduler under test's components."""
+        if self._scheduler is None:
+            self._scheduler = SchedulerRun(
+                adapter=self.scheduler,
+                kubeconfig=self.kubeconfig,
+                controller_name=self.controller_name,
+                workdir=self.workdir / "scheduler",
+                topology_policy=self.topology.topology_policy,
+            )
+        return self._scheduler
+
+    @property
+    def pod_scheduling(self) -> PodScheduling:
+        return self.run.pod_scheduling
 
     @property
     def state_dir(self) -> Path:
         return self.workdir / "s"
 
     def _env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "NODE_NAME")}
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-        return env
+        return harness_env()
 
     def start(self) -> None:
+        self.topology = self.topology.for_scheduler(self.scheduler)
         self.profiles = self.topology.profiles()
         try:
+            self.run.acquire()  # an exclusive scheduler: one deployment at a time
             self._start()
         except BaseException:
             self.stop()
             raise
 
     def _start(self) -> None:
+        # What the scheduler needs installed comes first: its CRDs may be those of objects
+        # the controller publishes for it (Volcano's Numatopology).
+        self.run.install()
         profile_file = self.workdir / "profiles.yaml"
         profile_file.write_text(yaml.safe_dump({"nodes": [dict(n) for n in self.topology.nodes]}))
         self._controller = Process(
@@ -230,44 +243,43 @@ class ProcessDeployment:
         )  # fmt: skip
         self._controller.start(self._env())
         self._wait_nodes()
-        for profile in self.profiles:
+        for profile in self.profiles if self.topology.exporters else ():
             exporter = Process(
                 f"exporter {profile.name}",
-                [
-                    sys.executable, "-c", "from exporter.cli import main; main()", "run",
-                    "--node-name", profile.name,
-                    "--podresources-socket", str(socket_path(self.state_dir, profile.name)),
-                    "--sysfs-root", str(sysfs_root(self.state_dir, profile.name)),
-                    "--kubeconfig", str(self.kubeconfig),
-                    "--metrics-bind-address", f"127.0.0.1:{_free_port()}",
-                    "--poll-interval", "0.5",
-                    "--log-level", "warning",
-                ],
+                self._exporter_argv(profile.name),
                 self.workdir / f"exporter-{profile.name}.log",
-            )  # fmt: skip
-            exporter.start(self._env())
+            )
+            env = self._env()
+            if self.topology.exporter == KAI_EXPORTER:  # a controller-runtime client
+                env["KUBECONFIG"] = str(self.kubeconfig)
+            exporter.start(env)
             self._others.append(exporter)
-        for name, content in self.scheduler.files.items():
-            (self.workdir / name).write_text(content)
-        scheduler = Process(
-            f"scheduler {self.scheduler.id}",
-            self.scheduler.argv(
-                kubeconfig=self.kubeconfig,
-                node_selector=f"{CONTROLLER_LABEL}={self.controller_name}",
-                workdir=self.workdir,
-            ),
-            self.workdir / "scheduler.log",
-        )
-        scheduler.start(self._env())
-        self._others.append(scheduler)
-        self._check_alive()
+        self.run.start()
+        self.check_alive()
+
+    def _exporter_argv(self, node: str) -> list[str]:
+        where = [
+            "--node-name", node,
+            "--podresources-socket", str(socket_path(self.state_dir, node)),
+            "--sysfs-root", str(sysfs_root(self.state_dir, node)),
+        ]  # fmt: skip
+        if self.topology.exporter == KAI_EXPORTER:
+            binary = binaries(KAI_BUILD) / "numa-placement-exporter"
+            return [str(binary), *where, "--poll-interval", "500ms"]
+        return [
+            sys.executable, "-c", "from exporter.cli import main; main()", "run", *where,
+            "--kubeconfig", str(self.kubeconfig),
+            "--metrics-bind-address", f"127.0.0.1:{free_port()}",
+            "--poll-interval", "0.5",
+            "--log-level", "warning",
+        ]  # fmt: skip
 
     def _wait_nodes(self) -> None:
         """Until every node is Ready and has its NRT, podresources socket and sysfs."""
         deadline = time.monotonic() + self.ready_timeout_s
         missing: list[str] = [p.name for p in self.profiles]
         while time.monotonic() < deadline:
-            self._check_alive()
+            self.check_alive()
             try:
                 missing = [p.name for p in self.profiles if not self._node_ready(p.name)]
             except Transient:  # e.g. 429 while a just-installed CRD's storage initializes
@@ -296,34 +308,49 @@ class ProcessDeployment:
         conditions = (nodes[0].get("status") or {}).get("conditions") or [] if nodes else []
         return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
-    def _check_alive(self) -> None:
-        for proc in [self._controller, *self._others]:
-            if proc is not None and proc.proc is not None and not proc.alive():
+    def check_alive(self) -> None:
+        controller = [] if self._controller_killed else [self._controller]
+        for proc in [*controller, *self._others]:
+            if proc is not None and proc.exited():
                 raise AssertionError(f"{proc.name} exited\n{self.diagnostics()}")
+        if self._scheduler is not None:
+            self._scheduler.check_alive()
 
     def kill_controller(self) -> None:
         assert self._controller is not None and self._controller.alive()
+        self._controller_killed = True
         self._controller.kill()
 
     def restart_controller(self) -> None:
         assert self._controller is not None and not self._controller.alive()
         self._controller.start(self._env())
+        self._controller_killed = False
         self._wait_nodes()
 
     def stop(self) -> None:
         # The scheduler and the exporters in parallel (an exporter may take seconds to
         # drain), then the controller.
+        if self._scheduler is not None:
+            self._scheduler.signal_stop()
         for proc in self._others:
             proc.signal(signal.SIGTERM)
+        if self._scheduler is not None:
+            self._scheduler.wait()
         for proc in self._others:
             proc.wait()
+        if self._scheduler is not None:
+            self._scheduler.remove_objects()
         if self._controller is not None:
             self._controller.stop()  # --remove-on-exit: the nodes go with it
+        if self._scheduler is not None:
+            self._scheduler.release()  # after its objects and nodes are gone
+        keep_logs(self.workdir, self.controller_name)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def diagnostics(self) -> str:
         procs: Sequence[Process | None] = [self._controller, *self._others]
-        return "\n".join(p.tail() for p in procs if p is not None)
+        run = [self._scheduler.diagnostics()] if self._scheduler is not None else []
+        return "\n".join([*(p.tail() for p in procs if p is not None), *run])
 
     def node_name(self, profile_name: str) -> str:
         return profile_name
@@ -333,6 +360,22 @@ class ProcessDeployment:
 
     def workload(self, run_duration: str | None) -> Workload:
         return simulated_workload(run_duration)
+
+
+#: When set, every deployment's component logs are kept under this directory.
+LOGS_ENV = "NUMA_TESTKIT_E2E_LOGS"
+
+
+def keep_logs(workdir: Path, deployment: str) -> None:
+    """Copy the ``*.log`` files under ``workdir`` to ``$NUMA_TESTKIT_E2E_LOGS/<deployment>/``
+    (nothing when the variable is unset)."""
+    target = os.environ.get(LOGS_ENV)
+    if not target:
+        return
+    for log in workdir.rglob("*.log"):
+        dest = Path(target) / deployment / log.relative_to(workdir)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(log, dest)
 
 
 def _fakenrt() -> list[str]:

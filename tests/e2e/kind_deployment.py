@@ -37,22 +37,24 @@ from exporter.kubeerrors import NotFound, Transient
 from fakenrt.controller.registration import remove_nodes
 from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile, load_profiles
+from schedulers.adapter import Adapter
 from tests.e2e.allocations import Allocations, recorded_allocations
 from tests.e2e.deployment import (
-    CONTROLLER_LABEL,
+    NUMA_EXPORTER,
     REPO,
-    Process,
     Topology,
     Workload,
     simulated_workload,
 )
-from tests.e2e.schedulers import FAKENRT, SchedulerUnderTest
+from tests.e2e.schedulers import CONTROLLER_LABEL, FAKENRT, PodScheduling, SchedulerRun
 from tests.kind.cluster import KindCluster, KindError
 
 HARNESS_NAMESPACE = "numa-harness"
 KIND_HARNESS = REPO / "manifests" / "overlays" / "kind-harness"
 #: The image names the harness manifests use: the published one and kind-harness's.
-BASE_IMAGES = ("ghcr.io/numa-testkit/numa-testkit", "numa-testkit")
+#: kind-harness renames the first to numa-testkit/numa-testkit:local; that name too, so a
+#: $NUMA_TESTKIT_IMAGE tag other than local is the one the pods run.
+BASE_IMAGES = ("ghcr.io/numa-testkit/numa-testkit", "numa-testkit", "numa-testkit/numa-testkit")
 CONTROLLER = "fakenrt-controller"
 SCHEDULER = "fakenrt-scheduler"
 _NAME_LABEL = "app.kubernetes.io/name"
@@ -80,7 +82,7 @@ def write_overlay(
     *,
     topology: Topology,
     controller_name: str,
-    scheduler: SchedulerUnderTest,
+    scheduler: Adapter,
     image: str,
 ) -> Path:
     """Write the scenario's overlay of kind-harness into ``directory``; return it."""
@@ -130,7 +132,9 @@ def write_overlay(
             "files": ["profile.yaml"],
         }
     ]
-    resources = [os.path.relpath(KIND_HARNESS, directory), "exporters.yaml"]
+    resources = [os.path.relpath(KIND_HARNESS, directory)]
+    if topology.exporters:  # without: none at all (the base's deleted above)
+        resources.append("exporters.yaml")
     if scheduler.in_cluster_args is not None:
         (directory / "scheduler-args.yaml").write_text(scheduler.in_cluster_args)
         config_maps.append(
@@ -145,13 +149,13 @@ def write_overlay(
             _append_args(
                 SCHEDULER,
                 [
-                    f"--scheduler-name={scheduler.name}",
+                    f"--scheduler-name={scheduler.name_for(controller_name)}",
                     f"--node-selector={CONTROLLER_LABEL}={controller_name}",
                     "--period=0.5",
                 ],
             )
         )
-    else:  # the user's scheduler runs as a process: no reference scheduler in the cluster
+    else:  # the scheduler runs as local processes: no reference scheduler in the cluster
         patches.append(
             {
                 "patch": yaml.safe_dump(
@@ -207,18 +211,47 @@ class KindDeployment:
     cluster: KindCluster
     kube: KubeClient
     topology: Topology
-    scheduler: SchedulerUnderTest
+    scheduler: Adapter
     controller_name: str
     #: The project image kind/up.sh loaded into the node.
     image: str
     ready_timeout_s: float = 180.0
     profiles: tuple[NodeProfile, ...] = ()
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="e2e-kind-")))
-    #: A scheduler under test that is not the reference scheduler, as a local process.
-    _process: Process | None = None
     _killed_pods: list[str] = field(default_factory=list)
+    _run: SchedulerRun | None = None
+
+    @property
+    def run(self) -> SchedulerRun:
+        """The scheduler under test's components as local processes (a scheduler other
+        than the reference scheduler's in-cluster Deployment)."""
+        if self._run is None:
+            self._run = SchedulerRun(
+                adapter=self.scheduler,
+                kubeconfig=self.cluster.kubeconfig,
+                controller_name=self.controller_name,
+                workdir=self.workdir / "scheduler",
+                topology_policy=self.topology.topology_policy,
+            )
+        return self._run
+
+    @property
+    def pod_scheduling(self) -> PodScheduling:
+        return self.run.pod_scheduling
+
+    def check_alive(self) -> None:
+        """The in-cluster components restart on their own; a scheduler run as local
+        processes must still run."""
+        if self._run is not None and self.scheduler.in_cluster_args is None:
+            self._run.check_alive()
 
     def start(self) -> None:
+        self.topology = self.topology.for_scheduler(self.scheduler)
+        if self.topology.exporter != NUMA_EXPORTER:
+            raise AssertionError(
+                f"exporter {self.topology.exporter!r}: only the local-process backend runs "
+                "another exporter (in-cluster, the production exporter runs, or none)"
+            )
         self.profiles = self.topology.profiles()
         try:
             self._start()
@@ -227,6 +260,8 @@ class KindDeployment:
             raise
 
     def _start(self) -> None:
+        if self.scheduler.in_cluster_args is None:
+            self.run.install()  # its CRDs first: the controller may publish its objects
         overlay = write_overlay(
             self.workdir / "overlay",
             topology=self.topology,
@@ -237,19 +272,7 @@ class KindDeployment:
         self.cluster.kubectl_run("apply", "-k", str(overlay))
         self._wait_ready()
         if self.scheduler.in_cluster_args is None:
-            for name, content in self.scheduler.files.items():
-                (self.workdir / name).write_text(content)
-            self._process = Process(
-                f"scheduler {self.scheduler.id}",
-                self.scheduler.argv(
-                    kubeconfig=self.cluster.kubeconfig,
-                    node_selector=f"{CONTROLLER_LABEL}={self.controller_name}",
-                    workdir=self.workdir,
-                ),
-                self.workdir / "scheduler.log",
-            )
-            env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "NODE_NAME")}
-            self._process.start(env)
+            self.run.start()
 
     # --- waiting -------------------------------------------------------------------
 
@@ -364,8 +387,8 @@ class KindDeployment:
     # --- teardown and diagnostics --------------------------------------------------
 
     def stop(self) -> None:
-        if self._process is not None:
-            self._process.stop()
+        if self._run is not None:
+            self._run.stop()
         with contextlib.suppress(NotFound):
             for kind in ("deployments", "configmaps"):
                 items, _ = self.kube.list_all(_harness(kind), what=f"list harness {kind}")
@@ -417,8 +440,8 @@ class KindDeployment:
             except KindError as exc:
                 log = f"(no log: {exc})"
             parts.append(f"--- pod {name} ({phase}):\n{log}")
-        if self._process is not None:
-            parts.append(self._process.tail())
+        if self._run is not None:
+            parts.append(self._run.diagnostics())
         return "\n".join(parts)
 
     def node_name(self, profile_name: str) -> str:

@@ -54,9 +54,10 @@ from exporter.kubeerrors import NotFound, Transient
 from exporter.podresources_client import PodResourcesClient, PodResourcesError
 from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile, parse_profiles
+from schedulers.adapter import Adapter
 from tests.e2e.allocations import Allocations, listed_allocations
 from tests.e2e.cluster import nrt_converged
-from tests.e2e.deployment import CONTROLLER_LABEL, REPO, Process, Topology, Workload
+from tests.e2e.deployment import NUMA_EXPORTER, REPO, Topology, Workload
 from tests.e2e.kind_deployment import (
     BASE_IMAGES,
     HARNESS_NAMESPACE,
@@ -65,7 +66,7 @@ from tests.e2e.kind_deployment import (
     install_crds,
 )
 from tests.e2e.realnode_profiles import for_real_kubelet
-from tests.e2e.schedulers import SchedulerUnderTest
+from tests.e2e.schedulers import CONTROLLER_LABEL, PodScheduling, SchedulerRun
 from tests.e2e.topologies import two_zone_node
 from tests.kind.cluster import KindCluster, KindError
 from tests.realnode.realkubelet import IMAGE, RealKubeletNode, create, delete
@@ -80,7 +81,7 @@ EXPORTER_NAMESPACE = "numa-exporter"
 EXPORTER_SELECTOR = "app.kubernetes.io/name=numa-exporter"
 CONTROL_PLANE_ROLE = "node-role.kubernetes.io/control-plane"
 #: The project image's names in the manifests and overlays (replaced by the one loaded).
-PROJECT_IMAGES = (*BASE_IMAGES, "numa-testkit/numa-testkit")
+PROJECT_IMAGES = BASE_IMAGES
 _POLL_S = 0.5
 
 
@@ -266,7 +267,7 @@ def nrt_publisher(
 def reference_scheduler(
     cluster: KindCluster,
     *,
-    scheduler: SchedulerUnderTest,
+    scheduler: Adapter,
     controller_name: str,
     image: str,
     directory: Path,
@@ -302,7 +303,7 @@ def reference_scheduler(
                 {"key": CONTROL_PLANE_ROLE, "operator": "Exists", "effect": "NoSchedule"}
             ]
             spec["containers"][0]["args"] += [
-                f"--scheduler-name={scheduler.name}",
+                f"--scheduler-name={scheduler.name_for(controller_name)}",
                 f"--node-selector={CONTROLLER_LABEL}={controller_name}",
                 "--period=0.5",
             ]
@@ -317,15 +318,39 @@ class RealKubeletDeployment:
     cluster: RealNodeCluster
     kube: KubeClient
     topology: Topology
-    scheduler: SchedulerUnderTest
+    scheduler: Adapter
     controller_name: str
     image: str = IMAGE
     ready_timeout_s: float = 240.0
     profiles: tuple[NodeProfile, ...] = ()
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="e2e-real-")))
     _names: dict[str, str] = field(default_factory=dict)
-    _process: Process | None = None
     _applied: list[dict[str, Any]] = field(default_factory=list)
+    _run: SchedulerRun | None = None
+
+    @property
+    def run(self) -> SchedulerRun:
+        """The scheduler under test's components as local processes (a scheduler other
+        than the reference scheduler's in-cluster Deployment)."""
+        if self._run is None:
+            self._run = SchedulerRun(
+                adapter=self.scheduler,
+                kubeconfig=self.cluster.kubeconfig,
+                controller_name=self.controller_name,
+                workdir=self.workdir / "scheduler",
+                topology_policy=self.topology.topology_policy,
+            )
+        return self._run
+
+    @property
+    def pod_scheduling(self) -> PodScheduling:
+        return self.run.pod_scheduling
+
+    def check_alive(self) -> None:
+        """The in-cluster components restart on their own; a scheduler run as local
+        processes must still run."""
+        if self._run is not None and self.scheduler.in_cluster_args is None:
+            self._run.check_alive()
 
     # --- the scenario's nodes ---------------------------------------------------------
 
@@ -337,7 +362,22 @@ class RealKubeletDeployment:
         return self._names[profile_name]
 
     def start(self) -> None:
+        self.topology = self.topology.for_scheduler(self.scheduler)
+        if self.topology.exporter != NUMA_EXPORTER or not self.topology.exporters:
+            raise AssertionError(
+                f"exporter {self.topology.exporter!r} (exporters={self.topology.exporters}): "
+                "only the local-process backend runs another exporter or none"
+            )
         nodes = self.topology.nodes
+        other_agents = sorted(
+            {k for n in nodes for k in ("volcano", "koordlet") if (n.get("nrt") or {}).get(k)}
+        )
+        if other_agents:
+            raise AssertionError(
+                f"nrt {other_agents}: on real kubelets the NRT publisher writes NRT v1alpha2 "
+                "only; Volcano's resource-exporter or Koordinator's koordlet would have to run "
+                "there instead (docs/schedulers/)"
+            )
         if len(nodes) > len(self.cluster.nodes):
             raise AssertionError(
                 f"the topology has {len(nodes)} nodes, the cluster {len(self.cluster.nodes)} "
@@ -379,19 +419,7 @@ class RealKubeletDeployment:
             self._apply(self._reference_scheduler())
         self._wait_ready()
         if self.scheduler.in_cluster_args is None:
-            for name, content in self.scheduler.files.items():
-                (self.workdir / name).write_text(content)
-            self._process = Process(
-                f"scheduler {self.scheduler.id}",
-                self.scheduler.argv(
-                    kubeconfig=self.cluster.kubeconfig,
-                    node_selector=f"{CONTROLLER_LABEL}={self.controller_name}",
-                    workdir=self.workdir,
-                ),
-                self.workdir / "scheduler.log",
-            )
-            env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "NODE_NAME")}
-            self._process.start(env)
+            self.run.start()
 
     def _restart_exporters(self) -> None:
         """A reconfigured worker is another machine: its exporter pod starts again, as after
@@ -558,8 +586,8 @@ class RealKubeletDeployment:
     # --- teardown and diagnostics -----------------------------------------------------
 
     def stop(self) -> None:
-        if self._process is not None:
-            self._process.stop()
+        if self._run is not None:
+            self._run.stop()
         for doc in reversed(self._applied):
             if doc.get("kind") in ("Deployment", "DaemonSet", "ConfigMap"):
                 meta = doc["metadata"]
@@ -638,8 +666,8 @@ class RealKubeletDeployment:
                     log = f"(no log: {exc})"
                 parts.append(f"--- pod {namespace}/{name} ({phase}):\n{log}")
         parts.append(self._pods_on_workers())
-        if self._process is not None:
-            parts.append(self._process.tail())
+        if self._run is not None:
+            parts.append(self._run.diagnostics())
         return "\n".join(parts)
 
     def _pods_on_workers(self) -> str:

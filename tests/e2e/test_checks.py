@@ -16,13 +16,9 @@ from exporter.annotations import (
 from fakenrt.controller.pods import ALLOCATION_ANNOTATION
 from fakenrt.profiles import NodeProfile, parse_profiles
 from tests.e2e.allocations import recorded_allocations
-from tests.e2e.cluster import (
-    double_allocations,
-    expected_available,
-    figures,
-    observation_mismatches,
-    prediction_mismatches,
-)
+from tests.e2e.invariants import double_allocations, expected_available, observation_mismatches
+from tests.e2e.outcome import Outcome, figures, prediction_agreement
+from tests.e2e.variants import VARIANTS
 
 GIB = 1 << 30
 
@@ -123,15 +119,36 @@ def test_double_allocation_is_flagged_only_among_pods_holding_resources() -> Non
     assert double_allocations([a, finished], recorded_allocations(listed)) == []
 
 
-def test_prediction_differing_from_observation_is_flagged() -> None:
-    observed = _observed("node-0", cpu="2")
-    same = _pod("s", extra={OBSERVED_PLACEMENT: observed, PREDICTED_PLACEMENT: observed})
-    other = _pod(
-        "o", extra={OBSERVED_PLACEMENT: observed, PREDICTED_PLACEMENT: _observed("node-1", cpu="2")}
+def _agreement(*pods: dict[str, Any]) -> tuple[int, int, int, list[str]]:
+    """(predicted, zones agree, exact, names of the mismatches) over ``pods`` on n1."""
+    outcome = Outcome(
+        scenario="t",
+        variant=VARIANTS[0],
+        pods={p["metadata"]["name"]: p for p in pods},
+        workload=tuple(p["metadata"]["name"] for p in pods),
+        prebound=(),
+        allocations=recorded_allocations(pods),
+        profiles=(_profile(),),
     )
-    unpredicted = _pod("u", extra={OBSERVED_PLACEMENT: observed})
-    assert prediction_mismatches([same, unpredicted]) == []
-    assert [m.split(":")[0] for m in prediction_mismatches([other])] == ["o"]
+    got = prediction_agreement(outcome)
+    return got.predicted, got.zones_agree, got.exact, [m.split(" ")[0] for m in got.mismatches]
+
+
+def test_prediction_is_compared_with_the_kubelets_allocation() -> None:
+    """Predicted zones are judged against what the kubelet allocated (CPUs 0-1 are zone 0),
+    never against the exporter; a pod without a prediction is not compared."""
+    right = _observed("node-0", cpu="2")
+    same = _pod("s", cpus="0-1", extra={PREDICTED_PLACEMENT: right})
+    other = _pod("o", cpus="0-1", extra={PREDICTED_PLACEMENT: _observed("node-1", cpu="2")})
+    more = _pod("m", cpus="0-1", extra={PREDICTED_PLACEMENT: _observed("node-0", cpu="3")})
+    unpredicted = _pod("u", cpus="0-1")
+    assert _agreement(same, unpredicted) == (1, 1, 1, [])
+    assert _agreement(other) == (1, 0, 0, ["o"])
+    assert _agreement(more) == (1, 1, 0, ["m"])  # same zones, other amounts
+
+
+def test_unreadable_prediction_is_a_mismatch() -> None:
+    assert _agreement(_pod("b", cpus="0", extra={PREDICTED_PLACEMENT: "{"})) == (1, 0, 0, ["b:"])
 
 
 def _groups(*groups: tuple[list[str], int]) -> str:
@@ -142,47 +159,38 @@ def _groups(*groups: tuple[list[str], int]) -> str:
 @pytest.mark.parametrize(
     ("predicted_groups", "flagged"),
     [
-        pytest.param(_groups((["node-0", "node-1"], 12 * GIB)), False, id="same-group"),
-        pytest.param(_groups((["node-0", "node-1"], 11 * GIB)), True, id="other-amount"),
-        pytest.param(_groups((["node-1", "node-2"], 12 * GIB)), True, id="other-nodes"),
+        pytest.param(_groups((["node-0", "node-1"], GIB)), False, id="same-group"),
+        pytest.param(_groups((["node-0", "node-1"], 2 * GIB)), True, id="other-amount"),
+        pytest.param(_groups((["node-1"], GIB)), True, id="other-nodes"),
         pytest.param(_groups(), True, id="group-missing"),
         pytest.param(None, False, id="groups-not-predicted"),
     ],
 )
 def test_multi_numa_memory_is_compared(predicted_groups: str | None, flagged: bool) -> None:
     """A pod whose memory is a group over two zones: the placement carries its CPUs only,
-    the groups its memory; both pairs must agree, memory included."""
-    observed = _observed("node-0", cpu="2")
-    annotations = {
-        OBSERVED_PLACEMENT: observed,
-        OBSERVED_MEMORY_GROUPS: _groups((["node-0", "node-1"], 12 * GIB)),
-        PREDICTED_PLACEMENT: observed,
-    }
+    the groups its memory; both must agree with the allocation, memory included."""
+    annotations = {PREDICTED_PLACEMENT: _observed("node-0", cpu="2")}
     if predicted_groups is not None:
         annotations[PREDICTED_MEMORY_GROUPS] = predicted_groups
-    problems = prediction_mismatches([_pod("g", extra=annotations)])
-    assert bool(problems) is flagged, problems
+    pod = _pod("g", cpus="0-1", memory_numa="0,1", extra=annotations)
+    predicted, zones, exact, _ = _agreement(pod)
+    assert (predicted, zones) == (1, 1)
+    assert (exact == 0) is flagged
 
 
 def test_memory_spread_over_zones_in_the_predicted_placement_is_flagged() -> None:
-    """The old prediction form - a group's memory spread over the zones of the placement -
-    is a disagreement with the observed form."""
+    """A group's memory spread over the zones of the predicted placement (what KAI writes)
+    disagrees with the allocation, whose per-zone memory counts single-NUMA blocks only:
+    the zones of CPUs and devices agree, the prediction is not exact."""
     spread = json.dumps(
         [
-            {"zone": "node-0", "amount": {"cpu": "2", "memory": str(8 * GIB)}},
-            {"zone": "node-1", "amount": {"memory": str(4 * GIB)}},
+            {"zone": "node-0", "amount": {"cpu": "2", "memory": str(GIB // 2)}},
+            {"zone": "node-1", "amount": {"memory": str(GIB // 2)}},
         ],
         separators=(",", ":"),
     )
-    pod = _pod(
-        "s",
-        extra={
-            OBSERVED_PLACEMENT: _observed("node-0", cpu="2"),
-            OBSERVED_MEMORY_GROUPS: _groups((["node-0", "node-1"], 12 * GIB)),
-            PREDICTED_PLACEMENT: spread,
-        },
-    )
-    assert [m.split(":")[0] for m in prediction_mismatches([pod])] == ["s"]
+    pod = _pod("s", cpus="0-1", memory_numa="0,1", extra={PREDICTED_PLACEMENT: spread})
+    assert _agreement(pod) == (1, 1, 0, ["s"])
 
 
 def test_expected_available_subtracts_holding_pods_only() -> None:

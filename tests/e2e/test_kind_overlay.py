@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 import yaml
 
+from schedulers.adapter import Adapter
+from schedulers.reference import RECONSTRUCTION, STALE_NRT
 from tests.e2e.deployment import Topology
 from tests.e2e.kind_deployment import CONTROLLER, SCHEDULER, write_overlay
-from tests.e2e.schedulers import RECONSTRUCTION, STALE_NRT, SchedulerUnderTest, from_options
+from tests.e2e.schedulers import from_options
 from tests.e2e.topologies import two_zone_node
 from tests.manifests.tools import Kubectl, kubectl_path
 
@@ -20,7 +22,7 @@ IMAGE = "numa-testkit/numa-testkit:local"
 CUSTOM = from_options(name="mine", command="my-scheduler --kubeconfig {kubeconfig}", reason=".")
 
 
-def _render(tmp_path: Path, topology: Topology, scheduler: SchedulerUnderTest) -> list[Any]:
+def _render(tmp_path: Path, topology: Topology, scheduler: Adapter) -> list[Any]:
     overlay = write_overlay(
         tmp_path / "o",
         topology=topology,
@@ -54,7 +56,7 @@ def _data(objects: list[Any], prefix: str) -> dict[str, str]:
     ],
 )
 def test_the_overlay_deploys_the_scenario_and_the_reference_mode(
-    tmp_path: Path, mode: SchedulerUnderTest, args: dict[str, Any]
+    tmp_path: Path, mode: Adapter, args: dict[str, Any]
 ) -> None:
     nodes = tuple(two_zone_node(policy="single-numa-node", gpus=2) for _ in range(2))
     topology = Topology(nodes=nodes, controller_args=("--seed", "7", "--nrt-delay", "2s"))
@@ -80,7 +82,7 @@ def test_the_overlay_deploys_the_scenario_and_the_reference_mode(
     ]  # fmt: skip
     assert (yaml.safe_load(_data(objects, "fakenrt-scheduler")["args.yaml"]) or {}) == args
     assert _args(deployments[SCHEDULER])[-3:] == [
-        f"--scheduler-name={mode.name}",
+        f"--scheduler-name={mode.scheduler_name}-e2e-ctl",
         "--node-selector=fakenrt.io/controller=e2e-ctl",
         "--period=0.5",
     ]
@@ -92,3 +94,29 @@ def test_another_scheduler_replaces_the_reference_one(tmp_path: Path) -> None:
     deployments = _deployments(_render(tmp_path, Topology(nodes=nodes), CUSTOM))
     assert SCHEDULER not in deployments
     assert CONTROLLER in deployments
+
+
+def test_another_project_image_tag_is_the_one_the_pods_run(tmp_path: Path) -> None:
+    """$NUMA_TESTKIT_IMAGE with a tag other than kind-harness's ``local``."""
+    mine = "numa-testkit/numa-testkit:mine"
+    overlay = write_overlay(
+        tmp_path / "o",
+        topology=Topology(nodes=(two_zone_node(policy="restricted"),)),
+        controller_name="e2e-ctl",
+        scheduler=RECONSTRUCTION,
+        image=mine,
+    )
+    objects = Kubectl(kubectl_path(), tmp_path / "unused").render(overlay)
+    images = {
+        c["image"]
+        for d in _deployments(objects).values()
+        for c in d["spec"]["template"]["spec"]["containers"]
+    }
+    assert images == {mine}
+
+
+def test_without_exporters_no_exporter_is_deployed(tmp_path: Path) -> None:
+    nodes = (two_zone_node(policy="restricted"),)
+    topology = Topology(nodes=nodes, exporters=False)
+    deployments = _deployments(_render(tmp_path, topology, RECONSTRUCTION))
+    assert sorted(deployments) == sorted([CONTROLLER, SCHEDULER])

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from fakenrt.profiles import parse_profiles
+from schedulers.adapter import Adapter
+from schedulers.reference import RECONSTRUCTION, STALE_NRT
 from tests.e2e.realnode_deployment import (
     CONTROL_PLANE_ROLE,
     EXPORTER_OVERLAY,
@@ -20,7 +22,6 @@ from tests.e2e.realnode_deployment import (
     reference_scheduler,
 )
 from tests.e2e.realnode_profiles import for_real_kubelet
-from tests.e2e.schedulers import RECONSTRUCTION, STALE_NRT, SchedulerUnderTest
 from tests.e2e.topologies import two_zone_node
 from tests.kind.cluster import KindCluster
 from tests.manifests.tools import kubectl_path
@@ -37,9 +38,7 @@ def _workloads(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.parametrize("mode", [RECONSTRUCTION, STALE_NRT], ids=lambda s: s.id)
-def test_reference_scheduler_alone_on_the_control_plane(
-    tmp_path: Path, mode: SchedulerUnderTest
-) -> None:
+def test_reference_scheduler_alone_on_the_control_plane(tmp_path: Path, mode: Adapter) -> None:
     docs = reference_scheduler(
         _cluster(tmp_path),
         scheduler=mode,
@@ -53,7 +52,7 @@ def test_reference_scheduler_alone_on_the_control_plane(
     container = spec["containers"][0]
     assert container["image"] == IMAGE and container["imagePullPolicy"] == "Never"
     assert container["args"][-3:] == [
-        f"--scheduler-name={mode.name}",
+        f"--scheduler-name={mode.scheduler_name}-e2e-ctl",
         "--node-selector=fakenrt.io/controller=e2e-ctl",
         "--period=0.5",
     ]

@@ -22,6 +22,7 @@ import grpc
 
 from exporter.resources import (
     AllocatableResources,
+    ClaimResources,
     DeviceAssignment,
     MemoryBlock,
     PodResources,
@@ -53,6 +54,26 @@ def _memory(items: Iterable[MemoryBlock]) -> list[api_pb2.ContainerMemory]:
     return out
 
 
+def _dynamic(claims: tuple[ClaimResources, ...]) -> list[api_pb2.DynamicResource]:
+    return [
+        api_pb2.DynamicResource(
+            claim_name=c.claim_name,
+            claim_namespace=c.claim_namespace,
+            claim_resources=[
+                api_pb2.ClaimResource(
+                    cdi_devices=[api_pb2.CDIDevice(name=i) for i in d.cdi_ids],
+                    driver_name=d.driver,
+                    pool_name=d.pool,
+                    device_name=d.device,
+                    share_id=d.share_id,
+                )
+                for d in c.devices
+            ],
+        )
+        for c in claims
+    ]
+
+
 def to_message(pod: PodResources) -> api_pb2.PodResources:
     return api_pb2.PodResources(
         name=pod.name,
@@ -63,6 +84,7 @@ def to_message(pod: PodResources) -> api_pb2.PodResources:
                 cpu_ids=c.cpu_ids,
                 devices=_devices(c.devices),
                 memory=_memory(c.memory),
+                dynamic_resources=_dynamic(c.dynamic),
             )
             for c in pod.containers
         ],

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from kubernetes import client
 
 from exporter.kubeclient import KubeClient
-from exporter.kubeconfig import ClusterConfig
+from exporter.kubesettings import ClusterConfig
 from tests.controlplane.cluster import ControlPlane
 
 T = TypeVar("T")

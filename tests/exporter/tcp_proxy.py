@@ -1,11 +1,14 @@
 """A TCP proxy the tests control: forward to the API server, or cut every connection and
-refuse new ones ("API server unreachable"), then serve again on the same port."""
+refuse new ones ("API server unreachable"), then serve again on the same port; with
+``latency_s`` set, every chunk the client sends waits that long before it goes on (a
+slow API server: each request, TLS handshake flight included, answered that much later)."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
 import threading
+import time
 
 
 class TcpProxy:
@@ -15,6 +18,12 @@ class TcpProxy:
         self._listener: socket.socket | None = None
         self._conns: list[socket.socket] = []
         self._lock = threading.Lock()
+        #: delay of every client -> server chunk (read at each chunk: settable any time)
+        self.latency_s = 0.0
+        #: client -> server chunks being delayed right now, and the most there ever were at
+        #: once (how many requests a client had in flight together)
+        self.delayed = 0
+        self.most_delayed = 0
 
     def start(self) -> TcpProxy:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -39,13 +48,21 @@ class TcpProxy:
                 continue
             with self._lock:
                 self._conns += [downstream, upstream]
-            for a, b in ((downstream, upstream), (upstream, downstream)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+            for a, b, slow in ((downstream, upstream, True), (upstream, downstream, False)):
+                threading.Thread(target=self._pump, args=(a, b, slow), daemon=True).start()
 
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket, slow: bool) -> None:
         try:
             while data := src.recv(65536):
+                if slow and self.latency_s:
+                    with self._lock:
+                        self.delayed += 1
+                        self.most_delayed = max(self.most_delayed, self.delayed)
+                    try:
+                        time.sleep(self.latency_s)
+                    finally:
+                        with self._lock:
+                            self.delayed -= 1
                 dst.sendall(data)
         except OSError:
             pass

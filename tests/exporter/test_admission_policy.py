@@ -9,6 +9,7 @@ authentication.kubernetes.io/node-name).
 from __future__ import annotations
 
 import json
+import logging
 import random
 import time
 import uuid
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client
+from prometheus_client import CollectorRegistry
 
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
 from exporter.health import Health
@@ -27,7 +29,6 @@ from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher
 from exporter.pod_cache import PodCache
 from exporter.podresources_client import PodResourcesClient
-from exporter.promtext import Registry
 from exporter.reconciler import Reconciler
 from exporter.sysfs import read_cpu_numa_map
 from tests.controlplane.cluster import ControlPlane
@@ -169,6 +170,8 @@ def test_rbac_impersonating_the_service_account(
     # allowed: what the exporter does
     selector = f"spec.nodeName={node_a}"
     assert _status(lambda: core.list_pod_for_all_namespaces(field_selector=selector)) == (200, "")
+    slices = client.ResourceV1Api(sa)
+    assert _status(lambda: slices.list_resource_slice(field_selector=selector)) == (200, "")
     assert _status(lambda: core.read_namespaced_pod("work", namespace)) == (200, "")
     # RBAC lets the patch through; without a node claim the admission policy refuses it
     code, message = _status(_patch(sa, namespace, "work", annotate))
@@ -182,6 +185,8 @@ def test_rbac_impersonating_the_service_account(
         ("read secret", lambda: core.read_namespaced_secret("any", namespace)),
         ("patch node", lambda: core.patch_node(node_a, {"metadata": {"labels": {"x": "y"}}})),
         ("create pod", lambda: core.create_namespaced_pod(namespace, new_pod)),
+        ("read a claim", lambda: slices.list_namespaced_resource_claim(namespace)),
+        ("write a slice", slices.delete_collection_resource_slice),
         (
             "patch pod status",
             lambda: core.patch_namespaced_pod_status(
@@ -257,6 +262,69 @@ def test_admission_policy_with_a_node_bound_token(
     sa.close()
 
 
+def test_events_only_dra_misaligned_from_the_own_node(
+    *,
+    control_plane: ControlPlane, api_client: client.ApiClient, installed: str, namespace: str,
+    nodes: tuple[str, str], caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    from exporter.kube_events import MisalignedEvents, misaligned_event
+    from exporter.kubeclient import KubeClient
+    from exporter.kubesettings import ClusterConfig
+    from exporter.pods import PodView
+
+    node_a, node_b = nodes
+    pod = create_pod(api_client, namespace, "train", node=node_a)
+    token = _bound_token(api_client, node_a)
+    kube = KubeClient(
+        ClusterConfig(server=control_plane.server, ca_file=control_plane.ca_file, token=token)
+    )
+    uid = pod["metadata"]["uid"]
+    view = PodView(namespace, "train", uid)
+
+    def at_once(_key: str, job: Callable[[], None]) -> bool:
+        job()
+        return True
+
+    def recorder(node: str) -> MisalignedEvents:
+        return MisalignedEvents(kube, node=node, submit=at_once, wall_clock=time.time)
+
+    # what the exporter writes is admitted, and shows on the pod
+    recorder(node_a).record(view, "m")
+    # as another node's exporter: refused, and the exporter says why (and keeps going)
+    with caplog.at_level(logging.ERROR, logger="exporter.kube_events"):
+        recorder(node_b).record(view, "m")
+    (refused,) = [r for r in caplog.records if r.name == "exporter.kube_events"]
+    assert "admission policy numa-exporter-own-events-only" in refused.getMessage()
+    events = client.CoreV1Api(api_client).list_namespaced_event(
+        namespace, field_selector="involvedObject.name=train"
+    )
+    (event,) = events.items
+    assert (event.reason, event.type, event.source.host) == ("DRAMisaligned", "Warning", node_a)
+    sa = token_client(control_plane, token)
+    core = client.CoreV1Api(sa)
+
+    def create(**changes: Any) -> tuple[int, str]:
+        body = misaligned_event(
+            namespace=namespace, pod="train", uid=uid, node=node_a, message="m", now=time.time()
+        )
+        for key, value in changes.items():
+            body[key] = value
+        return _status(lambda: core.create_namespaced_event(namespace, body))
+
+    code, text = create(source={"component": "numa-exporter", "host": node_b})
+    assert code == 403 and "only report events from its own node" in text
+    code, text = create(reportingInstance=node_b)
+    assert code == 403 and "only report events from its own node" in text
+    code, text = create(reason="Scheduled")
+    assert code == 403 and "only report DRAMisaligned warnings about pods" in text
+    code, text = create(
+        involvedObject={"kind": "Node", "name": node_a, "apiVersion": "v1", "namespace": namespace}
+    )
+    assert code == 403 and "about pods" in text
+    sa.close()
+    kube.close()
+
+
 def test_exporter_patches_pass_the_policy(
     *,
     control_plane: ControlPlane, api_client: client.ApiClient, installed: str, namespace: str,
@@ -276,7 +344,7 @@ def test_exporter_patches_pass_the_policy(
         cache=cache,
         patcher=Patcher(pod_api, sleep=time.sleep, rng=random.Random(0)),
         load_cpu_map=lambda: read_cpu_numa_map(sysfs_root),
-        metrics=ExporterMetrics(Registry()),
+        metrics=ExporterMetrics(CollectorRegistry()),
         health=Health(clock=time.monotonic),
         clock=time.monotonic,
         wall_clock=time.time,

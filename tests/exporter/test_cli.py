@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from kubernetes import client
 
+from exporter import kubetoken
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
 from exporter.cli import cli
 from exporter.resources import AllocatableResources, MemoryBlock
 from tests.controlplane.cluster import ControlPlane
 from tests.exporter import scenarios as s
 from tests.exporter.fake_podresources import FakePodResources
-from tests.exporter.kube_helpers import GUARANTEED, create_pod
+from tests.exporter.kube_helpers import GUARANTEED, create_pod, wait_until
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _invoke(args: list[str]) -> int:
@@ -254,4 +259,163 @@ def test_run_bad_sysfs_exits_with_the_file(
         "--metrics-bind-address", "127.0.0.1:0", env={"NODE_NAME": "n"},
     )  # fmt: skip
     assert code == 1
-    assert f"Error: {tmp_path}/devices/system/node: cannot list NUMA nodes" in err
+    assert f"Error: --sysfs-root (SYSFS_ROOT): {tmp_path}/devices/system/node: cannot list" in err
+
+
+def _kubeconfig(tmp_path: Path, cp: ControlPlane, user: str) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+        f"clusters: [{{name: c, cluster: {{server: '{cp.server}', "
+        f"certificate-authority: '{cp.ca_file}'}}}}]\n"
+        f"users: [{{name: u, user: {user}}}]\n"
+        "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+    )
+    return path
+
+
+ENDLESS_PLUGIN = "{exec: {command: python3, args: [-c, 'while 1: print(8 * 65536 * \"x\")']}}"
+
+
+@pytest.mark.parametrize(
+    ("content", "user", "problem"),
+    [
+        pytest.param(None, "", "kubeconfig: /dev/zero is not a regular file", id="dev-zero"),
+        pytest.param(b"a: \xff\n", "", "is not UTF-8 text (invalid byte at offset 3)", id="utf8"),
+        pytest.param(b"a: [\n", "", "not a YAML kubeconfig (while parsing a flow node", id="yaml"),
+        pytest.param(b"- 1\n", "", "not a kubeconfig mapping", id="not-a-mapping"),
+        pytest.param(b" " * (5 << 20), "", "is larger than 4 MiB, the most read", id="huge"),
+        pytest.param(
+            b"", "{tokenFile: /dev/zero}", "users['u'].tokenFile: /dev/zero is not a regular file",
+            id="token-file-dev-zero",
+        ),
+        pytest.param(
+            b"", ENDLESS_PLUGIN, "exec plugin python3: printed more than 1048576 bytes; stopped",
+            id="exec-endless",
+        ),
+        pytest.param(
+            b"", "{exec: {command: python3, args: [-c, 'import time; time.sleep(600)']}}",
+            "exec plugin python3: did not finish within 1 s; stopped", id="exec-hangs",
+        ),
+        pytest.param(
+            b"", "{exec: {command: python3, args: [-c, 'print(42)']}}",
+            "exec plugin python3: its output is not an ExecCredential", id="exec-not-a-mapping",
+        ),
+        pytest.param(
+            b"", "{exec: {command: python3, args: [-c, 'print(\"garbage\")']}}",
+            "exec plugin python3: exec: failed to decode process output", id="exec-garbage",
+        ),
+    ],
+)  # fmt: skip
+def test_observe_refuses_an_unusable_kubeconfig_in_one_line(
+    *,
+    _observe: Callable[..., tuple[int, str, str]],
+    fake_kubelet: FakePodResources,
+    sysfs_root: Path,
+    control_plane: ControlPlane,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    content: bytes | None,
+    user: str,
+    problem: str,
+) -> None:
+    monkeypatch.setattr(kubetoken, "EXEC_TIMEOUT_S", 1.0)
+    kubeconfig = Path("/dev/zero")
+    if user:
+        kubeconfig = _kubeconfig(tmp_path, control_plane, user)
+    elif content is not None:
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_bytes(content)
+    code, out, err = _observe(
+        "--podresources-socket", str(fake_kubelet.socket_path),
+        "--sysfs-root", str(sysfs_root), "--kubeconfig", str(kubeconfig), "--json",
+    )  # fmt: skip
+    assert code == 1
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("Error: ")
+    assert problem in err
+
+
+def _rss_kib(pid: int, field: str) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(status.split(f"{field}:", 1)[1].split()[0])
+
+
+def test_run_logs_an_endless_exec_plugin_once_and_retries_without_growing(
+    control_plane: ControlPlane,
+    fake_kubelet: FakePodResources,
+    sysfs_root: Path,
+    tmp_path: Path,
+) -> None:
+    """The plugin that printed 3 GB grew the daemon to MemoryError (3.8 GB, a traceback
+    per retry): now each run is cut at 1 MiB, the daemon logs one line for the outage
+    (per list/watch loop), serves on and runs the plugin again later, and stays small."""
+    runs = tmp_path / "runs"
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text(
+        "import pathlib, sys\n"
+        f"runs = pathlib.Path({str(runs)!r})\n"
+        "runs.write_text(str(int(runs.read_text()) + 1 if runs.exists() else 1))\n"
+        "block = b'x' * 65536\n"
+        "for _ in range(3 * 1024 * 1024 * 1024 // 65536):\n"
+        "    sys.stdout.buffer.write(block)\n"
+    )
+    kubeconfig = _kubeconfig(
+        tmp_path, control_plane, f"{{exec: {{command: {sys.executable}, args: [{plugin}]}}}}"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from exporter.cli import main; main()", "run", "--node-name", "n",
+         "--podresources-socket", str(fake_kubelet.socket_path),
+         "--sysfs-root", str(sysfs_root), "--kubeconfig", str(kubeconfig),
+         "--metrics-bind-address", "127.0.0.1:0"],
+        stderr=subprocess.PIPE, text=True, cwd=REPO,
+    )  # fmt: skip
+    try:
+        wait_until(
+            lambda: (runs.exists() and int(runs.read_text() or 0) >= 3) or proc.poll() is not None,
+            timeout_s=60,
+            what="the plugin run three times",
+        )
+        assert proc.poll() is None  # serving on
+        peak_mib = _rss_kib(proc.pid, "VmHWM") / 1024
+    finally:
+        proc.terminate()
+        _, stderr = proc.communicate(timeout=30)
+    assert peak_mib < 150, peak_mib
+    failures = [json.loads(line) for line in stderr.splitlines() if "printed more than" in line]
+    # one line for the outage from each list/watch loop (the node's pods, its ResourceSlices)
+    assert sorted(f["logger"] for f in failures) == [
+        "exporter.pod_cache",
+        "exporter.slice_cache",
+    ], stderr[-3000:]
+    assert {f["level"] for f in failures} == {"warning"}
+    assert "Traceback" not in stderr
+
+
+@pytest.mark.usefixtures("restore_logging")
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        pytest.param(None, "kubeconfig: /dev/zero is not a regular file", id="dev-zero"),
+        pytest.param(b"a: \xff\n", "is not UTF-8 text (invalid byte at offset 3)", id="utf8"),
+        pytest.param(b"a: [\n", "not a YAML kubeconfig", id="yaml"),
+    ],
+)
+def test_run_refuses_an_unusable_kubeconfig_at_start_in_one_line(
+    run_cli: Callable[..., tuple[int, str, str]],
+    sysfs_root: Path,
+    tmp_path: Path,
+    content: bytes | None,
+    problem: str,
+) -> None:
+    kubeconfig = Path("/dev/zero")
+    if content is not None:
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_bytes(content)
+    code, _, err = run_cli(
+        "run", "--sysfs-root", str(sysfs_root), "--kubeconfig", str(kubeconfig),
+        "--metrics-bind-address", "127.0.0.1:0", env={"NODE_NAME": "n"},
+    )  # fmt: skip
+    assert code == 1
+    assert err.count("\n") == 1 and err.startswith("Error: ")
+    assert problem in err

@@ -1,15 +1,9 @@
-"""Readiness and liveness decisions, and the HTTP endpoints."""
+"""Readiness and liveness decisions."""
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
-
-import pytest
-
-from exporter.health import Health, HttpServer, parse_bind_address
-from exporter.metrics import ExporterMetrics
-from exporter.promtext import Registry
+from exporter.daemon import liveness_window_s
+from exporter.health import Health
 
 
 class FakeClock:
@@ -36,73 +30,41 @@ def test_ready_only_when_both_reached_within_the_window() -> None:
     assert health.readiness()[0]
 
 
-def test_liveness_fails_when_passes_stop() -> None:
+def test_liveness_is_the_heartbeat_not_the_pass() -> None:
+    """A pass that lasts many windows keeps the exporter alive as long as it beats; only
+    a window without a beat fails the probe, and the next beat heals it."""
     clock = FakeClock()
     health = Health(clock=clock, stall_after_s=60)
+    assert health.liveness() == (True, "ok")  # start-up counts as a beat
+    for _ in range(10):  # ten minutes in one pass, a pod written every 50 s
+        clock.now += 50
+        assert health.liveness()[0]
+        health.beat()
+    clock.now += 60
+    assert health.liveness()[0]  # the limit itself is still alive
+    clock.now += 1
+    assert health.liveness() == (
+        False,
+        "the reconcile loop made no progress for 61s (limit 60s)",
+    )
+    health.beat()
     assert health.liveness()[0]
+
+
+def test_a_pass_ending_is_a_beat_and_readiness_ignores_beats() -> None:
+    clock = FakeClock()
+    health = Health(clock=clock, stall_after_s=60)
     clock.now += 61
     assert not health.liveness()[0]
     health.record_pass(podresources_ok=False, api_ok=False)
     assert health.liveness()[0]
+    health.beat()
+    assert not health.readiness()[0]
 
 
-@pytest.mark.parametrize(
-    "address,expected",
-    [
-        pytest.param(":8080", ("0.0.0.0", 8080), id="port-only"),
-        pytest.param("127.0.0.1:0", ("127.0.0.1", 0), id="host-port"),
-        pytest.param("[::1]:9", ("::1", 9), id="ipv6"),
-    ],
-)
-def test_parse_bind_address(address: str, expected: tuple[str, int]) -> None:
-    assert parse_bind_address(address) == expected
-
-
-@pytest.mark.parametrize("address", ["8080", "host:", "h:99999", "h:x"])
-def test_bad_bind_address(address: str) -> None:
-    with pytest.raises(ValueError, match="not host:port"):
-        parse_bind_address(address)
-
-
-def test_endpoints() -> None:
-    registry = Registry()
-    ExporterMetrics(registry)
-    health = Health(clock=FakeClock())
-    server = HttpServer("127.0.0.1:0", registry, health)
-    server.start()
-    base = f"http://127.0.0.1:{server.port}"
-    try:
-        with urllib.request.urlopen(f"{base}/metrics", timeout=5) as resp:
-            body = resp.read().decode()
-        assert "numa_exporter_build_info{" in body
-        with urllib.request.urlopen(f"{base}/healthz", timeout=5) as resp:
-            assert resp.status == 200
-        with pytest.raises(urllib.error.HTTPError) as err:
-            urllib.request.urlopen(f"{base}/readyz", timeout=5)
-        assert err.value.code == 503
-        health.record_pass(podresources_ok=True, api_ok=True)
-        with urllib.request.urlopen(f"{base}/readyz", timeout=5) as resp:
-            assert resp.read() == b"ok\n"
-    finally:
-        server.stop()
-
-
-@pytest.mark.parametrize(
-    "address,hosts",
-    [
-        # all interfaces means IPv6 too: on an IPv6-only cluster the kubelet probes the
-        # pod's IPv6 address, and an IPv4-only listener fails every probe
-        pytest.param(":0", ["127.0.0.1", "[::1]"], id="all-interfaces-dual-stack"),
-        pytest.param("[::1]:0", ["[::1]"], id="ipv6-host"),
-        pytest.param("127.0.0.1:0", ["127.0.0.1"], id="ipv4-host"),
-    ],
-)
-def test_bind_addresses_are_reachable(address: str, hosts: list[str]) -> None:
-    server = HttpServer(address, Registry(), Health(clock=FakeClock()))
-    server.start()
-    try:
-        for host in hosts:
-            with urllib.request.urlopen(f"http://{host}:{server.port}/healthz", timeout=5) as r:
-                assert r.status == 200
-    finally:
-        server.stop()
+def test_the_default_window_outlasts_every_quiet_step() -> None:
+    """Longer than the steps a working loop takes without a beat: a poll interval, a
+    podresources call (its deadline), one API request with its retries (4 x 15 s)."""
+    assert liveness_window_s(1.0, 10.0) == 120.0
+    assert liveness_window_s(30.0, 10.0) == 340.0
+    assert liveness_window_s(1.0, 60.0) == 250.0

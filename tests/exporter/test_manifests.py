@@ -29,10 +29,16 @@ def test_kustomization_lists_every_manifest() -> None:
     assert set(kustomization["resources"]) == files
 
 
-def test_cluster_role_is_exactly_get_list_watch_patch_on_pods() -> None:
+def test_cluster_role_is_exactly_what_the_exporter_does() -> None:
     role = _by_kind("ClusterRole")
     assert role["rules"] == [
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "patch"]}
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "patch"]},
+        {
+            "apiGroups": ["resource.k8s.io"],
+            "resources": ["resourceslices"],
+            "verbs": ["list", "watch"],
+        },
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
     ]
     binding = _by_kind("ClusterRoleBinding")
     assert binding["subjects"] == [
@@ -60,6 +66,14 @@ def test_daemonset_security_and_mounts() -> None:
     }
     assert mounts["pod-resources"]["mountPath"] == "/var/lib/kubelet/pod-resources"
     assert volumes["sysfs-numa"]["path"] == "/sys/devices/system/node"
+    # a DRA device's NUMA node by its PCI address: bus/pci/devices links into devices/
+    assert volumes["sysfs-pci"]["path"] == "/sys/bus/pci/devices"
+    assert volumes["sysfs-devices"]["path"] == "/sys/devices"
+    assert {m["mountPath"] for m in mounts.values() if m["name"].startswith("sysfs")} == {
+        "/host/sys/devices",
+        "/host/sys/devices/system/node",
+        "/host/sys/bus/pci/devices",
+    }
     args = container["args"]
     assert "--podresources-socket=/var/lib/kubelet/pod-resources/kubelet.sock" in args
     assert "--sysfs-root=/host/sys" in args
@@ -87,13 +101,21 @@ def test_daemonset_probes_resources_and_scrape_annotations() -> None:
     assert monitor["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"
 
 
-def test_admission_policy_targets_the_exporter_service_account() -> None:
-    policy = _by_kind("ValidatingAdmissionPolicy")
-    (condition,) = policy["spec"]["matchConditions"]
-    assert "system:serviceaccount:numa-exporter:numa-exporter" in condition["expression"]
-    assert policy["spec"]["failurePolicy"] == "Fail"
-    binding = _by_kind("ValidatingAdmissionPolicyBinding")
-    assert binding["spec"] == {
-        "policyName": policy["metadata"]["name"],
-        "validationActions": ["Deny"],
+def test_admission_policies_target_the_exporter_service_account() -> None:
+    docs = _docs("admission-policy.yaml")
+    policies = [d for d in docs if d["kind"] == "ValidatingAdmissionPolicy"]
+    bindings = {
+        d["spec"]["policyName"]: d for d in docs if d["kind"] == "ValidatingAdmissionPolicyBinding"
     }
+    assert [p["spec"]["matchConstraints"]["resourceRules"][0]["resources"] for p in policies] == [
+        ["pods"],
+        ["events"],
+    ]
+    for policy in policies:
+        (condition,) = policy["spec"]["matchConditions"]
+        assert "system:serviceaccount:numa-exporter:numa-exporter" in condition["expression"]
+        assert policy["spec"]["failurePolicy"] == "Fail"
+        assert bindings[policy["metadata"]["name"]]["spec"] == {
+            "policyName": policy["metadata"]["name"],
+            "validationActions": ["Deny"],
+        }

@@ -1,6 +1,6 @@
-"""``exporter.quantities`` against the kubernetes client's ``parse_quantity`` (a test-only
-dependency): equal on the API server's grammar, stricter outside it, exact where the
-client rounds."""
+"""``exporter.quantities`` (the kubernetes library's ``parse_quantity`` behind the API
+server's grammar and bounds) against the library called as it comes: equal on the
+grammar, stricter outside it, exact where the library's default context rounds."""
 
 from __future__ import annotations
 

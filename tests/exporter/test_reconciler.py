@@ -16,22 +16,23 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
+from prometheus_client import CollectorRegistry
 
 from exporter import reconciler as reconciler_module
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
 from exporter.health import Health
 from exporter.kube_pods import PodApi
 from exporter.kubeclient import KubeClient
-from exporter.kubeconfig import ClusterConfig
+from exporter.kubesettings import ClusterConfig
 from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher
 from exporter.pod_cache import PodCache
 from exporter.podresources_client import PodResourcesClient
 from exporter.pods import pod_view
-from exporter.promtext import Registry
 from exporter.reconciler import PassReport, Reconciler
 from exporter.resources import AllocatableResources, MemoryBlock, PodResources
 from exporter.sysfs import read_cpu_numa_map
+from exporter.writepool import WritePool
 from tests.controlplane.cluster import ControlPlane
 from tests.exporter import scenarios as s
 from tests.exporter.fake_podresources import FakePodResources
@@ -61,7 +62,7 @@ class Harness:
     pod_api: PodApi
     cache: PodCache
     reconciler: Reconciler
-    registry: Registry
+    registry: CollectorRegistry
     health: Health
 
     def sync(self) -> None:
@@ -87,7 +88,7 @@ def harness(
     fake_kubelet: FakePodResources,
     sysfs_root: Path,
 ) -> Iterator[Harness]:
-    registry = Registry()
+    registry = CollectorRegistry()
     metrics = ExporterMetrics(registry)
     health = Health(clock=time.monotonic)
     pod_api = PodApi(exporter_kube(control_plane))
@@ -491,7 +492,7 @@ def test_unreachable_api_stops_the_pass_after_one_failed_patch(
         cache=h.cache,
         patcher=Patcher(dead, sleep=delays.append, rng=random.Random(1)),
         load_cpu_map=lambda: read_cpu_numa_map(sysfs_root),
-        metrics=ExporterMetrics(Registry()),
+        metrics=ExporterMetrics(CollectorRegistry()),
         health=h.health,
         clock=time.monotonic,
         wall_clock=time.time,
@@ -520,7 +521,7 @@ def test_a_refused_patch_backs_off_per_pod(
         .status.token
     )
     now = [1000.0]
-    registry = Registry()
+    registry = CollectorRegistry()
     reconciler = Reconciler(
         podresources=PodResourcesClient(h.fake.socket_path),
         cache=h.cache,
@@ -549,13 +550,15 @@ def test_a_refused_patch_backs_off_per_pod(
     assert annotations_of(h.api, h.namespace, "cpu-only") == {}
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 def test_a_failing_api_server_gets_no_more_patches_this_pass(
-    harness: Harness, control_plane: ControlPlane, sysfs_root: Path
+    harness: Harness, control_plane: ControlPlane, sysfs_root: Path, workers: int
 ) -> None:
     # The API server answers, but every patch fails with a 5xx (here: a webhook it cannot
     # call; an overloaded server's 429 is the same class). After one pod's retries the
-    # pass stops writing: the rest would cost (pods x retries x backoff), past the
-    # liveness bound, against a server that is already struggling.
+    # writes still queued are dropped: the rest would cost (pods x retries x backoff)
+    # against a server that is already struggling. Those in flight at once (one per
+    # worker) end with their own retries.
     h = harness
     for template in (s.CPU_ONLY, s.GPU_AND_CPU, s.SHARED_POOL):
         create_pod(h.api, h.namespace, template.name, node=h.node)
@@ -594,10 +597,11 @@ def test_a_failing_api_server_gets_no_more_patches_this_pass(
         cache=h.cache,
         patcher=Patcher(h.pod_api, sleep=delays.append, rng=random.Random(1)),
         load_cpu_map=lambda: read_cpu_numa_map(sysfs_root),
-        metrics=ExporterMetrics(Registry()),
+        metrics=ExporterMetrics(CollectorRegistry()),
         health=h.health,
         clock=time.monotonic,
         wall_clock=time.time,
+        writes=WritePool(workers),
     )
 
     def webhook_active() -> bool:
@@ -614,7 +618,11 @@ def test_a_failing_api_server_gets_no_more_patches_this_pass(
         result = reconciler.run_once()
     finally:
         admission.delete_validating_webhook_configuration(webhook.metadata.name)
-    assert (result.patches, result.api_ok, len(delays)) == ({"failed": 1}, True, 3)
+    assert (result.patches, result.api_ok, len(delays)) == (
+        {"failed": workers},
+        True,
+        3 * workers,
+    )
     assert annotations_of(h.api, h.namespace, "cpu-only") == {}
 
 

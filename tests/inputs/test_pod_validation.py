@@ -296,7 +296,7 @@ def test_commands_refuse_what_the_api_server_refuses(
 
 
 def test_duplicate_keys_are_refused() -> None:
-    with pytest.raises(InputError, match="found duplicate key 'limits'"):
+    with pytest.raises(InputError, match="duplicate key 'limits' \\(line 10"):
         parse_pods(
             TYPO_POD.replace("limit:", "limits:") + "      limits: {cpu: 1}\n", source="f.yaml"
         )

@@ -1,4 +1,4 @@
-"""Scenario g: the production exporter DaemonSet on a real Kind node, against the real
+"""The Kind exporter test: the production exporter DaemonSet on a real Kind node, against the real
 kubelet (static CPU Manager, kind/cluster.yaml).
 
 The exporter (manifests/exporter via the manifests/overlays/kind-exporter overlay: only the

@@ -19,7 +19,6 @@ from exporter.kubeclient import (
     path,
     watch_error,
 )
-from exporter.kubeconfig import ClusterConfig
 from exporter.kubeerrors import (
     ApiError,
     Conflict,
@@ -32,6 +31,7 @@ from exporter.kubeerrors import (
     error_class,
     error_for_status,
 )
+from exporter.kubesettings import ClusterConfig
 from tests.controlplane.cluster import ControlPlane
 
 pytestmark = pytest.mark.controlplane

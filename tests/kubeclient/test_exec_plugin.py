@@ -5,26 +5,23 @@ real API server with a small plugin script."""
 from __future__ import annotations
 
 import json
+import os
 import stat
 import sys
 from pathlib import Path
 
 import pytest
 
-from exporter.execcredential import (
-    ExecCredential,
-    ExecCredentialError,
-    ExecPlugin,
-    parse_exec_credential,
-)
+from exporter import kubetoken
 from exporter.kubeclient import KubeClient, path
-from exporter.kubeconfig import from_kubeconfig
 from exporter.kubeerrors import Transient, Unauthorized
+from exporter.kubesettings import ExecPlugin, from_kubeconfig
+from exporter.kubetoken import CredentialError, run_exec_plugin
 from tests.controlplane.cluster import ControlPlane
 
 
-def _credential(token: str, expiry: str | None = None) -> str:
-    status: dict[str, str] = {"token": token}
+def _credential(token: str, expiry: str | None = None, **extra: str) -> str:
+    status: dict[str, str] = {"token": token, **extra} if token else dict(extra)
     if expiry:
         status["expirationTimestamp"] = expiry
     return json.dumps(
@@ -36,35 +33,44 @@ def _credential(token: str, expiry: str | None = None) -> str:
     )
 
 
+def _printing(tmp_path: Path, text: str) -> ExecPlugin:
+    """A plugin that prints ``text`` (run by the library through the bounded wrapper)."""
+    script = tmp_path / "print.py"
+    script.write_text(f"import sys; sys.stdout.write({text!r})")
+    return ExecPlugin(sys.executable, (str(script),))
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        pytest.param(_credential("t"), ExecCredential("t"), id="no-expiry"),
-        pytest.param(
-            _credential("t", "2030-01-01T00:00:00Z"), ExecCredential("t", 1893456000.0), id="expiry"
-        ),
+        pytest.param(_credential("t"), ("t", None), id="no-expiry"),
+        pytest.param(_credential("t", "2030-01-01T00:00:00Z"), ("t", 1893456000.0), id="expiry"),
     ],
 )
-def test_parse_exec_credential(text: str, expected: ExecCredential) -> None:
-    assert parse_exec_credential(text, "p") == expected
+def test_exec_credential_read_by_the_library(
+    tmp_path: Path, text: str, expected: tuple[str, float | None]
+) -> None:
+    assert run_exec_plugin(_printing(tmp_path, text)) == expected
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        pytest.param("nope", "not JSON", id="not-json"),
-        pytest.param("{}", "no status", id="no-status"),
+        pytest.param("nope", "failed to decode process output", id="not-json"),
+        pytest.param("{}", "missing key 'apiVersion'", id="no-api-version"),
         pytest.param(
-            json.dumps({"status": {"clientCertificateData": "x"}}),
-            "a client certificate",
+            _credential("", clientCertificateData="x", clientKeyData="y"),
+            "the credential carries a client certificate; only tokens are supported",
             id="cert",
         ),
-        pytest.param(_credential("t", "tomorrow"), "not RFC 3339", id="bad-expiry"),
+        pytest.param(_credential("t", "tomorrow"), "'tomorrow' is not RFC 3339", id="bad-expiry"),
     ],
 )
-def test_unusable_exec_credentials_are_named(text: str, message: str) -> None:
-    with pytest.raises(ExecCredentialError, match=message):
-        parse_exec_credential(text, "p")
+def test_unusable_exec_credentials_are_named(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(CredentialError, match=message) as err:
+        run_exec_plugin(_printing(tmp_path, text))
+    assert str(err.value).startswith(f"exec plugin {sys.executable}: ")
+    assert "\n" not in str(err.value)
 
 
 def _plugin_kubeconfig(tmp_path: Path, cp: ControlPlane, script: str) -> Path:
@@ -133,6 +139,7 @@ def test_exec_plugin_token_is_used_renewed_before_expiry_and_after_a_401(
     (tmp_path / "expiry").write_text("2030-01-01T00:00:00Z")
     config = from_kubeconfig(_plugin_kubeconfig(tmp_path, control_plane, PLUGIN))
     assert config.exec_plugin is not None and config.exec_plugin.command == sys.executable
+    assert config.exec_plugin.cwd == tmp_path  # as kubectl: the kubeconfig's directory
     now = [1_000.0]
     wall = [1893456000.0 - 3600]  # one hour before the token expires
     kube = KubeClient(config, clock=lambda: now[0], wall_clock=lambda: wall[0])
@@ -179,5 +186,91 @@ def test_exec_plugin_entry_from_kubeconfig(tmp_path: Path) -> None:
     )
     plugin = from_kubeconfig(config_path).exec_plugin
     assert plugin == ExecPlugin(
-        "aws", ("eks", "get-token"), (("AWS_PROFILE", "dev"),), "client.authentication.k8s.io/v1"
+        "aws",
+        ("eks", "get-token"),
+        (("AWS_PROFILE", "dev"),),
+        "client.authentication.k8s.io/v1",
+        cwd=tmp_path,
     )
+
+
+def _script(tmp_path: Path, code: str) -> ExecPlugin:
+    script = tmp_path / "plugin.py"
+    script.write_text(code)
+    return ExecPlugin(sys.executable, (str(script),), cwd=tmp_path)
+
+
+def _process_gone(pid_file: Path) -> bool:
+    pid = int(pid_file.read_text())
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+
+
+def test_a_plugin_printing_without_end_is_stopped_at_the_bound(tmp_path: Path) -> None:
+    """3 GB would be MemoryError in the library's reader: the wrapper stops the plugin
+    after 1 MiB, and the process reading it never holds more."""
+    plugin = _script(
+        tmp_path,
+        "import os, pathlib, sys\n"
+        "pathlib.Path('pid').write_text(str(os.getpid()))\n"
+        "block = b'x' * 65536\n"
+        "for _ in range(3 * 1024 * 1024 * 1024 // 65536):\n"
+        "    sys.stdout.buffer.write(block)\n",
+    )
+    with pytest.raises(CredentialError, match=r"printed more than 1048576 bytes; stopped"):
+        run_exec_plugin(plugin)
+    assert _process_gone(tmp_path / "pid")
+
+
+def test_a_hanging_plugin_is_stopped_after_the_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kubetoken, "EXEC_TIMEOUT_S", 1.0)
+    plugin = _script(
+        tmp_path,
+        "import os, pathlib, time\npathlib.Path('pid').write_text(str(os.getpid()))\n"
+        "time.sleep(600)\n",
+    )
+    with pytest.raises(CredentialError, match=r"did not finish within 1 s; stopped"):
+        run_exec_plugin(plugin)
+    assert _process_gone(tmp_path / "pid")
+
+
+def test_binary_garbage_is_refused_in_one_line(tmp_path: Path) -> None:
+    plugin = _script(tmp_path, "import sys; sys.stdout.buffer.write(b'\\xff\\xfe\\x00garbage')")
+    with pytest.raises(CredentialError, match="printed something that is not UTF-8 text") as err:
+        run_exec_plugin(plugin)
+    assert "\n" not in str(err.value)
+
+
+def test_a_missing_plugin_is_named(tmp_path: Path) -> None:
+    with pytest.raises(CredentialError, match="exec plugin no-such-plugin: cannot run it"):
+        run_exec_plugin(ExecPlugin("no-such-plugin"))
+
+
+def test_a_failed_plugin_is_not_run_again_at_once(
+    tmp_path: Path, control_plane: ControlPlane
+) -> None:
+    """A client retrying its requests must not start one plugin per request."""
+    script = (
+        "import pathlib, sys\nruns = pathlib.Path('runs')\n"
+        "runs.write_text(str(int(runs.read_text()) + 1 if runs.exists() else 1))\n"
+        "sys.exit(1)\n"
+    )
+    now = [0.0]
+    kube = KubeClient(
+        from_kubeconfig(_plugin_kubeconfig(tmp_path, control_plane, script)),
+        clock=lambda: now[0],
+    )
+    for _ in range(3):
+        with pytest.raises(Transient, match="exited 1"):
+            kube.get(path("api", "v1", "namespaces", "default"))
+    assert (tmp_path / "runs").read_text() == "1"
+    now[0] += kubetoken.EXEC_FAILURE_HOLD_S
+    with pytest.raises(Transient, match="exited 1"):
+        kube.get(path("api", "v1", "namespaces", "default"))
+    assert (tmp_path / "runs").read_text() == "2"
+    kube.close()

@@ -1,27 +1,26 @@
-"""Kubeconfig and in-cluster loading for the shared client (``exporter.kubeconfig``), each
-credential kind checked against the real API server."""
+"""Kubeconfig and in-cluster loading for the shared client (``exporter.kubesettings``: the
+kubernetes library's loaders behind bounds), each credential kind checked against the
+real API server."""
 
 from __future__ import annotations
 
 import base64
 import json
 import subprocess
-import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
 
 from exporter.kubeclient import KubeClient, path
-from exporter.kubeconfig import (
+from exporter.kubeerrors import Transient, Unauthorized
+from exporter.kubesettings import (
     ClusterConfig,
     KubeconfigError,
     default_config,
     from_kubeconfig,
     in_cluster,
 )
-from exporter.kubeerrors import Transient, Unauthorized
 from tests.controlplane.cluster import ControlPlane
 
 NAMESPACES = path("api", "v1", "namespaces")
@@ -41,7 +40,7 @@ clusters:
   cluster: {server: "https://10.0.0.1:6443/", certificate-authority: pki/ca.crt}
 users:
 - name: u1
-  user: {token: abc, client-certificate-data: Y2VydA==, client-key-data: a2V5}
+  user: {token: abc, client-certificate-data: CERT, client-key-data: KEY}
 - name: exec-user
   user: {exec: {command: aws, args: [eks, get-token], env: [{name: AWS_PROFILE, value: dev}]}}
 - name: provider-user
@@ -49,18 +48,40 @@ users:
 """
 
 
-def test_kubeconfig_fields_and_relative_paths(tmp_path: Path) -> None:
-    path = tmp_path / "config"
-    path.write_text(KUBECONFIG)
-    config = from_kubeconfig(path)
+def _self_signed(directory: Path, name: str) -> tuple[bytes, bytes]:
+    """A PEM certificate and key (a CA and a client pair alike, for loading)."""
+    key, crt = directory / f"{name}.key", directory / f"{name}.crt"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+         "-subj", f"/CN={name}", "-days", "1", "-out", str(crt)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return crt.read_bytes(), key.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def pem(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, bytes]:
+    return _self_signed(tmp_path_factory.mktemp("pem"), "test")
+
+
+def _sample(directory: Path, pem: tuple[bytes, bytes], text: str = KUBECONFIG) -> Path:
+    """KUBECONFIG in ``directory``, with its CA file and inline client pair real PEM."""
+    (directory / "pki").mkdir(exist_ok=True)
+    (directory / "pki" / "ca.crt").write_bytes(pem[0])
+    path = directory / "config"
+    path.write_text(text.replace("CERT", _b64(pem[0])).replace("KEY", _b64(pem[1])))
+    return path
+
+
+def test_kubeconfig_fields_and_relative_paths(tmp_path: Path, pem: tuple[bytes, bytes]) -> None:
+    config = from_kubeconfig(_sample(tmp_path, pem))
     assert config.server == "https://10.0.0.1:6443"
     assert config.ca_file == tmp_path / "pki" / "ca.crt"
     assert config.token == "abc"
+    # inline data: files the library writes (and removes at exit)
     assert config.client_cert_file is not None and config.client_key_file is not None
-    assert config.client_cert_file.read_bytes() == b"cert"
-    assert config.client_key_file.read_bytes() == b"key"
-    config.client_cert_file.unlink()
-    config.client_key_file.unlink()
+    assert config.client_cert_file.read_bytes() == pem[0]
+    assert config.client_key_file.read_bytes() == pem[1]
 
 
 @pytest.mark.parametrize(
@@ -75,7 +96,14 @@ def test_kubeconfig_fields_and_relative_paths(tmp_path: Path) -> None:
             KUBECONFIG.replace("{command: aws, args", "{command: 7, args"),
             "other", "exec.command must be a non-empty string", id="exec-no-command",
         ),
-        pytest.param(KUBECONFIG, "missing", "contexts has no entry named 'missing'", id="ctx"),
+        pytest.param(
+            KUBECONFIG, "missing", "Expected object with name missing in kube-config/contexts",
+            id="ctx",
+        ),
+        pytest.param(
+            KUBECONFIG.replace("current-context: main", ""), None, "Expected key current-context",
+            id="no-current-context",
+        ),
         pytest.param("- a\n", None, "not a kubeconfig mapping", id="not-a-mapping"),
         pytest.param(
             KUBECONFIG.replace("https://10.0.0.1:6443/", "10.0.0.1"), None, "no https server",
@@ -84,10 +112,9 @@ def test_kubeconfig_fields_and_relative_paths(tmp_path: Path) -> None:
     ],
 )  # fmt: skip
 def test_kubeconfig_errors_name_the_file(
-    tmp_path: Path, text: str, context: str | None, message: str
+    tmp_path: Path, pem: tuple[bytes, bytes], text: str, context: str | None, message: str
 ) -> None:
-    path = tmp_path / "config"
-    path.write_text(text)
+    path = _sample(tmp_path, pem, text)
     with pytest.raises(KubeconfigError, match=message) as err:
         from_kubeconfig(path, context)
     assert str(path) in str(err.value)
@@ -96,21 +123,15 @@ def test_kubeconfig_errors_name_the_file(
 @pytest.mark.parametrize(
     "context", [pytest.param(None, id="current"), pytest.param("other", id="exec-plugin")]
 )
-def test_json_kubeconfig_reads_as_the_yaml_one(tmp_path: Path, context: str | None) -> None:
-    """JSON is YAML too: the same file as JSON gives the same configuration (read without
-    the YAML parser; see test_json_kubeconfig_does_not_import_yaml)."""
-    as_yaml, as_json = tmp_path / "config.yaml", tmp_path / "config.json"
-    as_yaml.write_text(KUBECONFIG)
-    as_json.write_text("\n  " + json.dumps(yaml.safe_load(KUBECONFIG), indent=1))
+def test_json_kubeconfig_reads_as_the_yaml_one(
+    tmp_path: Path, pem: tuple[bytes, bytes], context: str | None
+) -> None:
+    """JSON is YAML too: the same file as JSON gives the same configuration."""
+    as_yaml = _sample(tmp_path, pem)
+    as_json = tmp_path / "config.json"
+    as_json.write_text("\n  " + json.dumps(yaml.safe_load(as_yaml.read_text()), indent=1))
     from_yaml, from_json = from_kubeconfig(as_yaml, context), from_kubeconfig(as_json, context)
-    for config in (from_yaml, from_json):
-        for inline in (config.client_cert_file, config.client_key_file):
-            if inline is not None:  # a temporary file per read: compare the contents
-                assert inline.read_bytes() in (b"cert", b"key")
-                inline.unlink()
-    assert replace(from_json, client_cert_file=None, client_key_file=None) == replace(
-        from_yaml, client_cert_file=None, client_key_file=None
-    )
+    assert from_json == from_yaml
     assert (from_json.exec_plugin is None) == (context is None)
 
 
@@ -123,26 +144,13 @@ def test_flow_mapping_kubeconfig_is_yaml_not_json(tmp_path: Path) -> None:
     )
     assert from_kubeconfig(config).server == "https://10.0.0.2:6443"
     config.write_text("{not json: [}")
-    with pytest.raises(KubeconfigError, match=f"{config}: cannot read kubeconfig"):
+    with pytest.raises(KubeconfigError, match=f"{config}: not a YAML kubeconfig"):
         from_kubeconfig(config)
 
 
-def test_json_kubeconfig_does_not_import_yaml(tmp_path: Path) -> None:
-    """The point of reading JSON first: no YAML parser imported (start-up CPU)."""
-    config = tmp_path / "config.json"
-    config.write_text(json.dumps(yaml.safe_load(KUBECONFIG)))
-    probe = (
-        "import sys; from pathlib import Path; from exporter.kubeconfig import from_kubeconfig;"
-        f"c = from_kubeconfig(Path({str(config)!r})); print(c.token, 'yaml' in sys.modules)"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], cwd=REPO, check=True, capture_output=True, text=True
-    ).stdout
-    assert out.split() == ["abc", "False"]
-
-
-def test_in_cluster(tmp_path: Path) -> None:
+def test_in_cluster(tmp_path: Path, pem: tuple[bytes, bytes]) -> None:
     (tmp_path / "token").write_text("t")
+    (tmp_path / "ca.crt").write_bytes(pem[0])
     config = in_cluster(
         tmp_path, {"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443"}
     )
@@ -151,6 +159,9 @@ def test_in_cluster(tmp_path: Path) -> None:
     )
     with pytest.raises(KubeconfigError, match="KUBERNETES_SERVICE_HOST"):
         in_cluster(tmp_path, {})
+    (tmp_path / "ca.crt").unlink()
+    with pytest.raises(KubeconfigError, match=f"in-cluster ServiceAccount CA: {tmp_path}"):
+        in_cluster(tmp_path, {"KUBERNETES_SERVICE_HOST": "h", "KUBERNETES_SERVICE_PORT": "1"})
 
 
 @pytest.mark.controlplane
@@ -289,12 +300,10 @@ def test_in_cluster_service_account_reaches_the_server(
     assert KubeClient(config).get(NAMESPACES)["kind"] == "NamespaceList"
 
 
-def test_default_config_order(tmp_path: Path) -> None:
-    home_config = tmp_path / ".kube" / "config"
-    home_config.parent.mkdir()
-    home_config.write_text(KUBECONFIG)
-    listed = tmp_path / "listed"
-    listed.write_text(KUBECONFIG.replace("10.0.0.1", "10.0.0.2"))
+def test_default_config_order(tmp_path: Path, pem: tuple[bytes, bytes]) -> None:
+    (tmp_path / ".kube").mkdir()
+    home_config = _sample(tmp_path / ".kube", pem)
+    listed = _sample(tmp_path, pem, KUBECONFIG.replace("10.0.0.1", "10.0.0.2"))
     assert default_config({}, tmp_path).server == "https://10.0.0.1:6443"
     assert default_config({"KUBECONFIG": f"{listed}:{home_config}"}, tmp_path).server == (
         "https://10.0.0.2:6443"
@@ -315,6 +324,37 @@ def test_bad_inline_data_names_the_file_and_field(tmp_path: Path, field: str, va
         config = _kubeconfig(tmp_path, f"{{server: https://h, {field}: '{value}'}}", "{}")
     else:
         config = _kubeconfig(tmp_path, "{server: https://h}", f"{{{field}: '{value}'}}")
-    with pytest.raises(KubeconfigError, match=field) as err:
+    with pytest.raises(KubeconfigError, match=f"{field} is not base64") as err:
         from_kubeconfig(config)
     assert str(config) in str(err.value)
+
+
+@pytest.mark.controlplane
+def test_a_token_file_turned_hostile_is_a_transient_error_naming_it(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """Re-read every minute, the token file is bounded every time: a rotation that left
+    something huge (or not a file) in its place is refused, not read whole."""
+    token = tmp_path / "token"
+    token.write_text(control_plane.admin_token)
+    now = [0.0]
+    client = KubeClient(
+        ClusterConfig(server=control_plane.server, ca_file=control_plane.ca_file, token_file=token),
+        clock=lambda: now[0],
+    )
+    assert client.get(NAMESPACES)["kind"] == "NamespaceList"
+    with token.open("wb") as big:
+        big.truncate(1 << 30)  # sparse: 1 GiB that costs no disk
+    now[0] += 61
+    with pytest.raises(
+        Transient, match=f"token file: {token} is larger than 64 KiB, the most read"
+    ) as err:
+        client.get(NAMESPACES)
+    assert err.value.status == 0
+    token.unlink()
+    token.symlink_to("/dev/zero")
+    with pytest.raises(Transient, match=f"token file: {token} is not a regular file"):
+        client.get(NAMESPACES)
+    token.unlink()
+    token.write_text(control_plane.admin_token)
+    assert client.get(NAMESPACES)["kind"] == "NamespaceList"

@@ -111,6 +111,7 @@ def test_explain_json_is_one_array_in_the_documented_shape(tmp_path: Path) -> No
                     "memory": [{"type": "memory", "size": 1073741824, "numa": [0]}],
                 }
             ],
+            "dra": None,
         },
         {
             "pod": "team/p2",
@@ -143,6 +144,7 @@ def test_explain_json_is_one_array_in_the_documented_shape(tmp_path: Path) -> No
                 }
             ],
             "allocation": [],
+            "dra": None,
         },
     ]
 
@@ -182,7 +184,7 @@ def test_pods_from_several_files_share_one_node(tmp_path: Path) -> None:
             TWO_NODES,
             PODS,
             ["--node", "nope"],
-            "no node named 'nope' (nodes: small, other)",
+            "--node 'nope': no such node in ",
             id="unknown-node",
         ),
         pytest.param(

@@ -1,6 +1,6 @@
 """Fixtures of the manifest tests: kubectl on the session's control plane, and the CRDs
 the manifests need installed there (NodeResourceTopology, Prometheus Operator's
-PodMonitor and PrometheusRule)."""
+PodMonitor, PrometheusRule and ServiceMonitor)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ def kubectl(kubectl_binary: Path, control_plane: ControlPlane) -> Kubectl:
 
 @pytest.fixture(scope="session")
 def operator_crds(kubectl: Kubectl, nrt_crd: list[str]) -> list[str]:
-    """The operator's PodMonitor and PrometheusRule CRDs, installed and Established."""
+    """The operator's PodMonitor, PrometheusRule and ServiceMonitor CRDs, installed and
+    Established."""
     directory = operator_crds_dir()
     names = []
     for path in sorted(directory.glob("*.yaml")):

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Fetches (or reuses) the Prometheus Operator's PodMonitor and PrometheusRule CRDs, so
-# the manifest tests can apply manifests/exporter (podmonitor.yaml, alerts/) to the
-# real API server with the operator's own schemas. They come from the operator's Go
+# Fetches (or reuses) the Prometheus Operator's PodMonitor, PrometheusRule and
+# ServiceMonitor CRDs, so the manifest and chart tests can apply manifests/exporter
+# (podmonitor.yaml, alerts/) and charts/numa-exporter to the real API server with the
+# operator's own schemas. They come from the operator's Go
 # module (example/prometheus-operator-crd/), downloaded with `go mod download` from the
-# Go module proxy, pinned below. Prints the directory holding the two CRD files.
+# Go module proxy, pinned below. Prints the directory holding the CRD files.
 #
 # Cache: ${NUMA_TESTKIT_CACHE:-~/.cache/numa-testkit}/prometheus-operator-crds/<version>/
 set -euo pipefail
@@ -11,8 +12,11 @@ version=v0.85.0
 module=github.com/prometheus-operator/prometheus-operator
 cache_root=${NUMA_TESTKIT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/numa-testkit}
 out="$cache_root/prometheus-operator-crds/$version"
-files=(monitoring.coreos.com_podmonitors.yaml monitoring.coreos.com_prometheusrules.yaml)
-if [[ -f "$out/${files[0]}" && -f "$out/${files[1]}" ]]; then
+files=(monitoring.coreos.com_podmonitors.yaml monitoring.coreos.com_prometheusrules.yaml
+  monitoring.coreos.com_servicemonitors.yaml)
+have=0
+for f in "${files[@]}"; do [[ -f "$out/$f" ]] && have=$((have + 1)); done
+if [[ $have == "${#files[@]}" ]]; then
   echo "$out"
   exit 0
 fi

@@ -23,7 +23,7 @@ from kubernetes import client
 
 from exporter.annotations import OBSERVED_PLACEMENT, PREDICTED_PLACEMENT
 from exporter.kubeclient import KubeClient
-from exporter.kubeconfig import ClusterConfig
+from exporter.kubesettings import ClusterConfig
 from fakenrt.controller.registration import remove_nodes
 from tests.controlplane.cluster import ControlPlane
 
@@ -178,6 +178,7 @@ def test_components_do_their_job_with_their_own_accounts(
                             "threadsPerCore": 1,
                             "memoryPerNumaNode": "8Gi",
                             "devicesPerNumaNode": {"nvidia.com/gpu": 2},
+                            "draDevicesPerNumaNode": {"gpu.nvidia.com": 1},
                         },
                     }
                 ]
@@ -239,6 +240,12 @@ def test_components_do_their_job_with_their_own_accounts(
             "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", node
         )
         assert nrt["metadata"]["labels"]["fakenrt.io/controller"] == controller_name
+        # the node's DRA driver published its pool (RBAC: resourceslices, deviceclasses)
+        slices = client.ResourceV1Api(api_client).list_resource_slice(
+            field_selector=f"spec.nodeName={node}"
+        )
+        assert [s.spec.driver for s in slices.items] == ["gpu.nvidia.com"]
+        assert slices.items[0].metadata.labels["fakenrt.io/controller"] == controller_name
         # Events: the scheduler's for a pod that fits nowhere, the controller's (as the
         # kubelet's) for a pod bound past the node's capacity, which it rejects.
         huge = {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "5"}

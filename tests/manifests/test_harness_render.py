@@ -4,6 +4,7 @@ harness profile, and the committed exporters.yaml is what the generator makes of
 from __future__ import annotations
 
 import copy
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,8 @@ def test_exporter_pod_is_the_production_pod_but_for_the_fake_node() -> None:
     assert {v["name"]: v["hostPath"] for v in pod["volumes"]} == {
         "pod-resources": {"path": f"{STATE}/n1", "type": "DirectoryOrCreate"},
         "sysfs-numa": {"path": f"{STATE}/n1/sys/devices/system/node", "type": "DirectoryOrCreate"},
+        "sysfs-devices": {"path": f"{STATE}/n1/sys/devices", "type": "DirectoryOrCreate"},
+        "sysfs-pci": {"path": f"{STATE}/n1/sys/bus/pci/devices", "type": "DirectoryOrCreate"},
     }
     assert deployment["metadata"]["namespace"] == "ns"
     assert deployment["spec"]["strategy"] == {"type": "Recreate"}
@@ -113,7 +116,13 @@ def test_controller_serves_where_the_exporters_read() -> None:
         spec = deployment["spec"]["template"]["spec"]
         node = deployment["metadata"]["labels"]["fakenrt.io/node"]
         paths = {v["hostPath"]["path"] for v in spec["volumes"]}
-        assert paths == {f"{STATE}/{node}", f"{STATE}/{node}/sys/devices/system/node"}
+        sys = f"{STATE}/{node}/sys"
+        assert paths == {
+            f"{STATE}/{node}",
+            f"{sys}/devices/system/node",
+            f"{sys}/devices",
+            f"{sys}/bus/pci/devices",
+        }
         term = spec["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
         assert term[0]["labelSelector"]["matchLabels"].items() <= labels.items()
 
@@ -164,16 +173,27 @@ def test_cli_reports_a_bad_daemonset_file(tmp_path: Path) -> None:
     assert f"{bad}: expected one DaemonSet, found 0" in result.output
 
 
-def test_scheduler_reads_its_in_cluster_kubeconfig_and_default_args() -> None:
+def test_scheduler_reads_its_in_cluster_kubeconfig_and_default_args(tmp_path: Path) -> None:
     """The scheduler's kubeconfig names the pod's own projected token and CA, and its
-    shipped plugin arguments are the defaults."""
-    from exporter.kubeconfig import from_kubeconfig
+    shipped plugin arguments are the defaults. (The files it names must exist to be
+    loaded: here they are in a directory standing in for the pod's.)"""
+    from exporter.kubesettings import from_kubeconfig
     from fakenrt.scheduler.args import PluginArgs, parse_args
 
-    config = from_kubeconfig(HARNESS / "scheduler-kubeconfig.yaml")
-    secrets = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+    secrets = "/var/run/secrets/kubernetes.io/serviceaccount"
+    text = (HARNESS / "scheduler-kubeconfig.yaml").read_text()
+    assert text.count(secrets) == 2
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=ca",
+         "-keyout", str(tmp_path / "ca.key"), "-days", "1", "-out", str(tmp_path / "ca.crt")],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    (tmp_path / "token").write_text("t")
+    kubeconfig = tmp_path / "kubeconfig.yaml"
+    kubeconfig.write_text(text.replace(secrets, str(tmp_path)))
+    config = from_kubeconfig(kubeconfig)
     assert config.server == "https://kubernetes.default.svc"
-    assert (config.ca_file, config.token_file) == (secrets / "ca.crt", secrets / "token")
+    assert (config.ca_file, config.token_file) == (tmp_path / "ca.crt", tmp_path / "token")
     docs = list(yaml.safe_load_all((HARNESS / "scheduler-args.yaml").read_text()))
     assert [d for d in docs if d is not None] == []
     assert parse_args(None, source="scheduler-args.yaml") == PluginArgs()

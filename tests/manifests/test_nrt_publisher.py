@@ -15,7 +15,7 @@ import yaml
 from kubernetes import client
 
 from exporter.kubeclient import KubeClient
-from exporter.kubeconfig import ClusterConfig
+from exporter.kubesettings import ClusterConfig
 from fakenrt.controller.writers import nrt_path
 from fakenrt.kubelet.node import NodeState
 from fakenrt.nrt.loaded import node_allocations

@@ -8,10 +8,12 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Mapping
+from typing import Any
 
 import pytest
 from kubernetes import client
 
+from exporter.kube_events import misaligned_event
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.helpers import (
     ensure_namespace,
@@ -38,9 +40,17 @@ CONTROLLER = (
     | _grants("", "pods/status", "patch")
     | _grants("", "events", "create")
     | _grants(NRT, "noderesourcetopologies", "get", "create", "update")
+    | _grants("nodeinfo.volcano.sh", "numatopologies", "get", "create", "update")
+    | _grants("resource.k8s.io", "resourceclaims", "list", "watch")
+    | _grants("resource.k8s.io", "resourceslices", "list", "create", "update", "delete")
+    | _grants("resource.k8s.io", "deviceclasses", "get", "create", "update")
 )
 CONTROLLER_LEASES = _grants("coordination.k8s.io", "leases", "create", "patch")
-EXPORTER = _grants("", "pods", "get", "list", "watch", "patch")
+EXPORTER = (
+    _grants("", "pods", "get", "list", "watch", "patch")
+    | _grants("resource.k8s.io", "resourceslices", "list", "watch")
+    | _grants("", "events", "create")
+)
 SCHEDULER = (
     _grants("", "nodes", "list")
     | _grants("", "pods", "list", "watch", "patch")
@@ -181,4 +191,21 @@ def test_exporter_may_change_only_the_observed_annotations(
     pods.patch_namespaced_pod("p", namespace, {"metadata": {"annotations": observed}})
     annotations = core.read_namespaced_pod("p", namespace).metadata.annotations
     assert annotations == {"keep": "me", **observed}
+
+    # its one kind of event: a DRAMisaligned warning about a pod (the harness's policy)
+    events = client.CoreV1Api(exporter)
+    pod_uid = core.read_namespaced_pod("p", namespace).metadata.uid
+    body = misaligned_event(
+        namespace=namespace, pod="p", uid=pod_uid, node="fake-1", message="m", now=time.time()
+    )
+    events.create_namespaced_event(namespace, body)
+    try:
+        events.create_namespaced_event(namespace, {**body, "reason": "Killing"} | _renamed(body))
+        raise AssertionError("another event by the exporter was allowed")
+    except client.ApiException as exc:
+        assert exc.status == 403 and "only report DRAMisaligned warnings" in str(exc.body)
     exporter.close()
+
+
+def _renamed(event: Mapping[str, Any]) -> dict[str, Any]:
+    return {"metadata": {**event["metadata"], "name": f"{event['metadata']['name']}-2"}}

@@ -53,7 +53,7 @@ def test_kubelet_config_problems_name_the_file(root: Path) -> None:
     path = root / "kubelet-config.yaml"
     assert read_kubelet_config(path).policies.topology_manager_policy == "single-numa-node"
     path.write_text("cpuManagerPolicy: [")
-    with pytest.raises(InputError, match=rf"{path}: not YAML: "):
+    with pytest.raises(InputError, match=rf"{path}: not valid YAML: "):
         read_kubelet_config(path)
     path.unlink()
     with pytest.raises(InputError, match=rf"{path}: cannot read the file"):

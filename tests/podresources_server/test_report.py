@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter.podresources_wire import decode_pod
+from exporter.podresources_proto import decode_pod
 from fakenrt.kubelet.allocation import (
     INIT,
     REGULAR,

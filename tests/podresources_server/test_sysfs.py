@@ -68,3 +68,17 @@ def test_rewriting_is_idempotent_and_follows_profile_changes(tmp_path: Path) -> 
     assert not any(p.name.startswith("cpu") for p in (tmp_path / "devices/system/cpu").iterdir())
     assert (tmp_path / "devices/system/cpu/online").read_text() == "0-3\n"
     assert not list(tmp_path.rglob(".*"))  # no temporary files left behind
+
+
+def test_dra_devices_get_their_pci_numa_node(tmp_path: Path) -> None:
+    (profile,) = [p for p in load_profiles(example_profile("dra")) if p.name == "dra-gpu"]
+    files = sysfs_files(profile)
+    assert files["bus/pci/devices/0000:01:00.0/numa_node"] == "0\n"
+    assert files["bus/pci/devices/0001:01:01.0/numa_node"] == "1\n"
+    assert len([f for f in files if f.startswith("bus/pci/")]) == 4  # the CPU driver has none
+    write_sysfs(tmp_path, profile)
+    stale = tmp_path / "bus/pci/devices/0007:01:00.0"
+    stale.mkdir()
+    write_sysfs(tmp_path, profile)
+    assert not stale.exists()
+    assert (tmp_path / "bus/pci/devices/0001:01:00.0/numa_node").read_text() == "1\n"

@@ -24,10 +24,14 @@ def test_loads_a_file(tmp_path: Path) -> None:
         pytest.param(
             "nodes:\n- name: n\n  zones:\n  - id: 0\n    cpus: '0'\n"
             "    memory: 1Gi\n    memory: 2Gi\n",
-            "found duplicate key 'memory' (line 7)",
+            "duplicate key 'memory' (line 7, column 5)",
             id="duplicate-key",
         ),
-        pytest.param("---\nnodes: []\n---\nnodes: []\n", "not valid YAML", id="two-documents"),
+        pytest.param(
+            "---\nnodes: []\n---\nnodes: []\n",
+            "2 YAML documents where one is expected",
+            id="two-documents",
+        ),
         pytest.param("", "the file is empty", id="empty"),
     ],
 )

@@ -1,4 +1,5 @@
-"""Profile ``nrt`` switches: fingerprintTerminatedPods and topologyPolicies."""
+"""Profile ``nrt`` switches: fingerprintTerminatedPods, topologyPolicies, and the other
+agents' formats (volcano, koordlet)."""
 
 from __future__ import annotations
 
@@ -42,11 +43,27 @@ def test_switches(nrt: dict[str, Any], terminated: bool | None, policies: bool |
 
 
 @pytest.mark.parametrize(
+    ("nrt", "volcano", "koordlet"),
+    [
+        pytest.param({}, None, None, id="unset-controller-decides"),
+        pytest.param({"volcano": True}, True, None, id="volcano"),
+        pytest.param({"koordlet": True, "volcano": False}, False, True, id="koordlet"),
+    ],
+)
+def test_agent_formats(nrt: dict[str, Any], volcano: bool | None, koordlet: bool | None) -> None:
+    (profile,) = parse_profiles(_node(nrt), source="p.yaml")
+    assert profile.nrt_volcano is volcano
+    assert profile.nrt_koordlet is koordlet
+
+
+@pytest.mark.parametrize(
     ("nrt", "field"),
     [
         pytest.param({"fingerprintTerminatedPods": "yes"}, "fingerprintTerminatedPods", id="str"),
         pytest.param({"topologyPolicies": 1}, "topologyPolicies", id="int"),
         pytest.param({"topologyPolicy": False}, "topologyPolicy", id="unknown-key"),
+        pytest.param({"volcano": "on"}, "volcano", id="volcano-str"),
+        pytest.param({"koordlet": 1}, "koordlet", id="koordlet-int"),
     ],
 )
 def test_bad_switch_names_file_node_and_field(nrt: dict[str, Any], field: str) -> None:

@@ -19,6 +19,7 @@ ALERTS = {
     "NumaExporterObservationLagHigh",
     "NumaExporterUnknownCPUs",
     "NumaExporterAnnotationPatchesFailing",
+    "NumaExporterDRAPodMisaligned",
 }
 
 

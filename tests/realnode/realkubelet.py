@@ -5,9 +5,14 @@ Each scenario reconfigures a worker instead of making a new cluster: its pods ar
 the machine files are rewritten in place (the bind mounts show the new content), the
 scenario's KubeletConfiguration is merged onto the one ``kubeadm join`` wrote, the CPU
 and Memory Manager checkpoints are removed (a policy change needs it) and the kubelet
-restarts; the fake device plugin Pod is recreated with the scenario's profile. Then the
-pods are created one by one with ``spec.nodeName`` and each waits for the kubelet's
-verdict; placements come from the podresources ``List`` of the worker's socket, read with
+restarts; the fake device plugin Pod is recreated with the scenario's profile, and for a
+node with DRA drivers the fake DRA kubelet plugin Pod (which publishes the node's
+ResourceSlices; the DRA checkpoint, the previous claims and the node's slices are removed
+first). Then the scenario's claims are created, and the pods one by one - with
+``spec.nodeName``, or pinned by a node selector for the cluster's kube-scheduler to place
+them and allocate their claims - each waiting for the kubelet's verdict (and, for a pod
+with claims, for them to be prepared or for the kubelet's FailedPrepareDynamicResources
+event); placements come from the podresources ``List`` of the worker's socket, read with
 the exporter's client through a short symlink to it (Kind keeps ``/var`` of a node in a
 Docker volume; a unix socket path must be short).
 """
@@ -33,8 +38,11 @@ from fakenrt.deviceplugin.inventory import resources
 from fakenrt.profiles import NodeProfile
 from fakenrt.profiles.resources import node_allocatable
 from fakenrt.realnode.kind import (
+    DRA_PLUGIN,
+    DRA_PLUGIN_LABEL,
     PLUGIN_NAMESPACE,
     device_plugin_manifests,
+    dra_plugin_manifests,
     kind_cluster,
     worker_name,
 )
@@ -94,12 +102,14 @@ class RealKubeletNode:
     def configure(self, profile: NodeProfile, profile_text: str) -> None:
         """Make the worker's kubelet see ``profile`` with nothing on it."""
         self.delete_pods()
-        self.kubectl_run(
-            "-n", PLUGIN_NAMESPACE, "delete", "pod", "-l",
-            "app.kubernetes.io/name=fakenrt-device-plugin",
-            "--field-selector", f"spec.nodeName={self.node}", "--grace-period=0", "--force",
-            "--ignore-not-found", "--wait=true",
-        )  # fmt: skip
+        for plugin in ("fakenrt-device-plugin", DRA_PLUGIN):
+            self.kubectl_run(
+                "-n", PLUGIN_NAMESPACE, "delete", "pod", "-l",
+                f"{DRA_PLUGIN_LABEL}={plugin}",
+                "--field-selector", f"spec.nodeName={self.node}", "--grace-period=0", "--force",
+                "--ignore-not-found", "--wait=true",
+            )  # fmt: skip
+        self.delete_claims()
         files_root = self.work_dir / "nodes" / self.node
         for relative, _ in MOUNTS:
             target = files_root / relative
@@ -112,7 +122,7 @@ class RealKubeletNode:
         self.node_exec(
             "sh", "-c",
             "cat > /var/lib/kubelet/config.yaml && rm -f /var/lib/kubelet/cpu_manager_state "
-            "/var/lib/kubelet/memory_manager_state "
+            "/var/lib/kubelet/memory_manager_state /var/lib/kubelet/dra_manager_state "
             "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint "
             "&& systemctl restart kubelet",
             stdin=yaml.safe_dump(config),
@@ -144,6 +154,47 @@ class RealKubeletNode:
                 self.kubectl_run("apply", "-f", "-", stdin=manifests)
             wanted = {name: str(len(_healthy(profile, name))) for name in resources(profile)}
             wait_for(f"devices {wanted} on {self.node}", lambda: self._has_devices(wanted))
+        if profile.dra:
+            self._start_dra_plugin(profile, profile_text)
+
+    def _start_dra_plugin(self, profile: NodeProfile, profile_text: str) -> None:
+        """The fake DRA kubelet plugin of ``profile`` on this worker, registered by its
+        kubelet with every driver's slices published."""
+        docs = dra_plugin_manifests(nodes=[profile], profiles_text=profile_text, image=IMAGE)
+        name = ""
+        for doc in docs:
+            if doc["kind"] == "Pod":
+                doc["spec"]["nodeSelector"] = {"kubernetes.io/hostname": self.node}
+                doc["metadata"]["name"] = name = f"{DRA_PLUGIN}-{self.node}"[:63].rstrip("-.")
+        manifests = yaml.safe_dump_all(docs)
+        try:
+            self.kubectl_run("apply", "-f", "-", stdin=manifests)
+        except KindError as exc:  # the shared ConfigMap, as for the device plugin
+            if "AlreadyExists" not in str(exc):
+                raise
+            self.kubectl_run("apply", "-f", "-", stdin=manifests)
+        drivers = [d.name for d in profile.dra]
+
+        def registered() -> bool | None:
+            try:
+                logs = self.kubectl_run("-n", PLUGIN_NAMESPACE, "logs", name)
+            except KindError:
+                return None
+            done = all(f"serving {d} (" in logs for d in drivers)
+            return True if done else None
+
+        wait_for(f"the DRA drivers {drivers} registered on {self.node}", registered)
+
+    def delete_claims(self) -> None:
+        """The oracle's claims and templates, and the ResourceSlices of this worker."""
+        self.kubectl_run(
+            "-n", "default", "delete", "resourceclaims,resourceclaimtemplates", "--all",
+            "--wait=true", "--timeout=120s",
+        )  # fmt: skip
+        self.kubectl_run(
+            "delete", "resourceslices", "--field-selector", f"spec.nodeName={self.node}",
+            "--ignore-not-found",
+        )  # fmt: skip
 
     def _kubelet_pid(self) -> str:
         return self.node_exec("systemctl", "show", "kubelet", "-p", "MainPID", "--value").strip()
@@ -194,23 +245,59 @@ class RealKubeletNode:
         )  # fmt: skip
 
     # -- running a scenario ------------------------------------------------------------
-    def run_pods(self, manifests: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-        """Create the pods in order on the worker; each waits for the kubelet's verdict.
-        Returns pod key -> status."""
-        statuses: dict[str, dict[str, Any]] = {}
+    def run_pods(
+        self,
+        manifests: Sequence[Mapping[str, Any]],
+        *,
+        claims: Sequence[Mapping[str, Any]] = (),
+        scheduled: frozenset[str] = frozenset(),
+    ) -> dict[str, dict[str, Any]]:
+        """Create ``claims``, then the pods in order on the worker; each waits for the
+        kubelet's verdict (and, with claims, for them to be prepared or refused). Pods
+        named in ``scheduled`` go through the cluster's kube-scheduler, pinned to the
+        worker by a node selector; the others are bound with ``spec.nodeName``. Returns
+        pod key -> the Pod as the API server has it then."""
+        if claims:
+            self.kubectl_run("create", "-f", "-", stdin=yaml.safe_dump_all(list(claims)))
+        pods: dict[str, dict[str, Any]] = {}
         for manifest in manifests:
             doc = json.loads(json.dumps(manifest))
-            doc["spec"]["nodeName"] = self.node
             name = doc["metadata"]["name"]
+            if name in scheduled:
+                doc["spec"]["nodeSelector"] = {"kubernetes.io/hostname": self.node}
+            else:
+                doc["spec"]["nodeName"] = self.node
             namespace = doc["metadata"].get("namespace", "default")
             self.kubectl_run("create", "-f", "-", stdin=json.dumps(doc))
+            with_claims = bool(doc["spec"].get("resourceClaims"))
 
-            def decided(ns: str = namespace, n: str = name) -> dict[str, Any] | None:
-                status = self.kubectl_json("-n", ns, "pod", n).get("status", {})
-                return status if kubelet_decided(status) else None
+            def decided(
+                ns: str = namespace, n: str = name, claiming: bool = with_claims
+            ) -> dict[str, Any] | None:
+                pod: dict[str, Any] = self.kubectl_json("-n", ns, "pod", n)
+                status = pod.get("status", {})
+                if not kubelet_decided(status):
+                    return None
+                # admitted with claims: they are prepared (it starts) or refused (an event)
+                pending = claiming and status.get("phase") == "Pending"
+                if pending and not self._prepare_failed(ns, n):
+                    return None
+                return pod
 
-            statuses[f"{namespace}/{name}"] = wait_for(f"the verdict on pod {name}", decided)
-        return statuses
+            pods[f"{namespace}/{name}"] = wait_for(f"the verdict on pod {name}", decided)
+        return pods
+
+    def _prepare_failed(self, namespace: str, pod: str) -> bool:
+        events = self.kubectl_json(
+            "-n", namespace, "events", "--field-selector",
+            f"involvedObject.name={pod},reason=FailedPrepareDynamicResources",
+        )  # fmt: skip
+        return bool(events.get("items"))
+
+    def claims(self) -> list[dict[str, Any]]:
+        """The oracle's ResourceClaims as the API server has them (allocated by then)."""
+        items: list[dict[str, Any]] = self.kubectl_json("-n", "default", "resourceclaims")["items"]
+        return items
 
     def listed(self) -> tuple[PodResources, ...]:
         return wait_for("podresources List", self._listed)

@@ -3,14 +3,37 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
+from exporter.kubeclient import path
 from fakenrt.cli import main
 from fakenrt.profiles import parse_profiles
-from fakenrt.realnode.kind import device_plugin_manifests, kind_cluster, worker_name
+from fakenrt.realnode.kind import (
+    device_plugin_manifests,
+    dra_plugin_manifests,
+    kind_cluster,
+    worker_name,
+)
+from tests.controller.conftest import admin_kube
+from tests.controlplane.cluster import ControlPlane
+
+DRA_TEXT = """\
+nodes:
+- name: dra-a
+  kubelet: {topologyManagerPolicy: single-numa-node, reservedSystemCPUs: "0",
+            memoryManagerPolicy: None}
+  dra: {cpu: {}}
+  shape: {numaNodes: 2, coresPerNumaNode: 4, memoryPerNumaNode: 8Gi,
+          draDevicesPerNumaNode: {gpu.nvidia.com: 2}}
+- name: plain
+  kubelet: {reservedSystemCPUs: "0", memoryManagerPolicy: None}
+  shape: {numaNodes: 1, coresPerNumaNode: 2, memoryPerNumaNode: 1Gi}
+"""
 
 PROFILE_TEXT = """\
 nodes:
@@ -109,7 +132,7 @@ def test_render_one_node_and_errors(tmp_path: Path) -> None:
     assert not (out / "gpu-a").exists()
     missing = CliRunner().invoke(main, [*args, "--node", "nope"])
     assert missing.exit_code == 1
-    assert "no node named 'nope'" in missing.output
+    assert "--node 'nope': no such node in " in missing.output
     bad = tmp_path / "bad.yaml"
     bad.write_text(
         "nodes:\n- name: x\n  shape: {numaNodes: 1, coresPerNumaNode: 1, memoryPerNumaNode: 1Gi}\n"
@@ -119,3 +142,86 @@ def test_render_one_node_and_errors(tmp_path: Path) -> None:
     )
     assert refused.exit_code == 1
     assert "bad.yaml: node x: kubelet: the static CPU Manager policy needs" in refused.output
+
+
+def _dra_docs() -> list[dict[str, object]]:
+    nodes = parse_profiles(yaml.safe_load(DRA_TEXT), source="dra.yaml")
+    return dra_plugin_manifests(nodes=nodes, profiles_text=DRA_TEXT, image="img:1")
+
+
+def test_dra_plugin_pods_only_for_nodes_with_dra_drivers() -> None:
+    docs = _dra_docs()
+    kinds = [d["kind"] for d in docs]
+    assert kinds == [
+        "ConfigMap",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "DeviceClass",
+        "DeviceClass",
+        "Pod",
+    ]
+    pod = docs[-1]
+    spec = pod["spec"]
+    assert isinstance(spec, dict)
+    assert spec["nodeSelector"] == {"numa-testkit.io/profile-node": "dra-a"}
+    assert spec["serviceAccountName"] == "fakenrt-dra-plugin"
+    (container,) = spec["containers"]
+    assert container["command"] + container["args"] == [
+        "fakenrt", "dra-plugin", "--profile", "/etc/numa-testkit/profiles.yaml",
+        "--node", "dra-a", "--plugins-dir", "/var/lib/kubelet/plugins",
+        "--registry-dir", "/var/lib/kubelet/plugins_registry", "--cdi-dir", "/var/run/cdi",
+    ]  # fmt: skip
+    assert container["env"][0]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "DeviceClass"] == [  # type: ignore[index]
+        "dra.cpu",
+        "gpu.nvidia.com",
+    ]
+    nodes = parse_profiles(yaml.safe_load(PROFILE_TEXT), source="p.yaml")
+    assert dra_plugin_manifests(nodes=nodes, profiles_text=PROFILE_TEXT, image="i") == []
+
+
+@pytest.mark.controlplane
+def test_dra_plugin_manifests_are_accepted_by_the_api_server(control_plane: ControlPlane) -> None:
+    kube = admin_kube(control_plane.server, control_plane)
+    collections = {
+        "ConfigMap": ("api", "v1", "namespaces", "kube-system", "configmaps"),
+        "ServiceAccount": ("api", "v1", "namespaces", "kube-system", "serviceaccounts"),
+        "Pod": ("api", "v1", "namespaces", "kube-system", "pods"),
+        "ClusterRole": ("apis", "rbac.authorization.k8s.io", "v1", "clusterroles"),
+        "ClusterRoleBinding": ("apis", "rbac.authorization.k8s.io", "v1", "clusterrolebindings"),
+        "DeviceClass": ("apis", "resource.k8s.io", "v1", "deviceclasses"),
+    }
+    docs = _dra_docs()
+    (account,) = [d for d in docs if d["kind"] == "ServiceAccount"]
+    # a Pod is admitted only when its ServiceAccount exists: that one for real
+    kube.create(path(*collections["ServiceAccount"]), account)
+    # cluster-scoped objects of the same names may exist on the suite's shared API server
+    # (the controller's DeviceClasses): validated under a name of this test's
+    suffix = uuid.uuid4().hex[:8]
+    try:
+        for doc in docs:
+            if doc is not account:
+                kind = str(doc["kind"])
+                body = doc
+                if "namespaces" not in collections[kind]:
+                    metadata = doc["metadata"]
+                    assert isinstance(metadata, dict)
+                    renamed = {**metadata, "name": f"t{suffix}.{kind.lower()}"}
+                    body = {**doc, "metadata": renamed}
+                kube.request("POST", path(*collections[kind]), body=body, query={"dryRun": "All"})
+    finally:
+        kube.delete(path(*collections["ServiceAccount"], "fakenrt-dra-plugin"))
+
+
+def test_render_writes_the_dra_plugins(tmp_path: Path) -> None:
+    profile = tmp_path / "dra.yaml"
+    profile.write_text(DRA_TEXT)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        main, ["realnode", "render", "--profile", str(profile), "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.split()[-1] == str(out / "dra-plugins.yaml")
+    written = list(yaml.safe_load_all((out / "dra-plugins.yaml").read_text()))
+    assert [d["kind"] for d in written][-1] == "Pod"

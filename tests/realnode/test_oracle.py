@@ -4,6 +4,7 @@ pod statuses and podresources ``List`` (read with the exporter's own client)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import yaml
 
 from exporter.podresources_client import PodResourcesClient
 from exporter.resources import DeviceAssignment, MemoryBlock, PodResources
+from fakenrt.dra.claims import ResourceClaim, claim_from_manifest
 from fakenrt.kubelet.allocation import PodAllocation
 from fakenrt.kubelet.node import NodeState
 from fakenrt.podresources_server import PodResourcesServer
@@ -23,12 +25,16 @@ from fakenrt.realnode.oracle import (
     Verdict,
     compare,
     compared_fields,
+    dra_zones,
     kubelet_decided,
+    misaligned_pods,
     real_verdicts,
     reproducer,
     simulated_verdicts,
     verdict_from_status,
 )
+from fakenrt.realnode.scenarios import dra_scenarios, scenario_inputs
+from tests.realnode.dynamic import Dynamic, list_dynamic
 
 GI = 1024**3
 PROFILE_TEXT = """\
@@ -386,3 +392,114 @@ def test_reproducer_carries_everything_to_replay() -> None:
 )
 def test_kubelet_decided(status: dict[str, Any], decided: bool) -> None:
     assert kubelet_decided(status) is decided
+
+
+# -- ResourceClaims ---------------------------------------------------------------------
+
+
+def _dra_inputs() -> tuple[NodeProfile, list[PodSpec], list[ResourceClaim]]:
+    """The DRA scenario of the oracle, its claims allocated as a scheduler might."""
+    scenario = next(s for s in dra_scenarios() if s.name == "dra-single-numa-node")
+    profile, _ = scenario_inputs(scenario)
+    manifests = [json.loads(json.dumps(m)) for m in scenario.pods]
+    for m in manifests:
+        m["metadata"]["uid"] = f"uid-{m['metadata']['name']}"
+        for c in m["spec"].get("resourceClaims", []):
+            if "resourceClaimTemplateName" in c:  # what the resourceclaim controller writes
+                m.setdefault("status", {}).setdefault("resourceClaimStatuses", []).append(
+                    {"name": c["name"], "resourceClaimName": f"{m['metadata']['name']}-gpu"}
+                )
+    allocated = {"far-gpu": ["gpu-3"], "near-gpu": ["gpu-0"], "two-gpus": ["gpu-1", "gpu-4"]}
+    claims = []
+    for name, devices in allocated.items():
+        user = {"far-gpu": "far", "near-gpu": "near", "two-gpus": "two"}[name]
+        claims.append(_allocated(name, user, devices, profile.name))
+    claims.append(_allocated("mixed-gpu", "mixed", ["gpu-5"], profile.name, owner="uid-mixed"))
+    pods = [pod_from_manifest(m, source=m["metadata"]["name"]) for m in manifests]
+    return profile, pods, claims
+
+
+def _allocated(
+    name: str, pod: str, devices: list[str], pool: str, *, owner: str | None = None
+) -> ResourceClaim:
+    meta: dict[str, Any] = {"name": name, "namespace": "default", "uid": f"c-{name}"}
+    if owner:
+        meta["ownerReferences"] = [{"uid": owner, "controller": True, "name": pod}]
+    results = [
+        {"request": "gpu", "driver": "gpu.nvidia.com", "pool": pool, "device": d} for d in devices
+    ]
+    return claim_from_manifest(
+        {
+            "metadata": meta,
+            "status": {
+                "allocation": {"devices": {"results": results}},
+                "reservedFor": [{"resource": "pods", "name": pod, "uid": f"uid-{pod}"}],
+            },
+        }
+    )
+
+
+def test_a_kubelet_that_prepares_claims_like_the_simulator_agrees(tmp_path: Path) -> None:
+    profile, pods, claims = _dra_inputs()
+    node = NodeState.from_profile(profile)
+    by_name = {(c.namespace, c.name): c for c in claims}
+    statuses: dict[str, dict[str, Any]] = {}
+    for pod in pods:
+        result = node.admit(pod)
+        if result.admit:
+            statuses[pod.key] = {"phase": "Running"}
+            node.prepare(pod.key, lambda ns, n: by_name.get((ns, n)))
+        else:
+            statuses[pod.key] = {
+                "phase": "Failed",
+                "reason": result.reason,
+                "message": result.message,
+            }
+    held = list(node.allocations().values())
+    with PodResourcesServer(tmp_path / "kubelet.sock", _Source(profile, held)) as server:
+        client = PodResourcesClient(server.socket_path, timeout_s=5)
+        try:
+            listed = client.list()
+        finally:
+            client.close()
+        dynamic = list_dynamic(server.socket_path)
+    simulated = simulated_verdicts(profile, pods, claims)
+    real = real_verdicts(
+        pods=pods, statuses=statuses, listed=listed, profile=profile, dynamic=dynamic
+    )
+    assert compare(simulated, real) == ()
+    by_pod = {v.pod: v for v in simulated}
+    assert [v.reason for v in simulated] == [None, None, None, None, "TopologyAffinityError", None]
+    (far,) = by_pod["default/far"].containers[0].dynamic
+    assert far.devices == (
+        ("gpu.nvidia.com", profile.name, "gpu-3", ("k8s.gpu.nvidia.com/device=gpu-3",), None),
+    )
+    assert by_pod["default/waiting"].containers[0].dynamic == ()  # never allocated
+    # far: CPUs on NUMA node 0, its GPU on 1; near: CPUs on 1, its GPU on 0; mixed: its
+    # CPU and device-plugin GPU aligned on 0, its DRA GPU on 1
+    assert misaligned_pods(real, profile) == ("default/far", "default/near", "default/mixed")
+    # what the exporter's observed placement must show of them (gpu-0..2 on NUMA node 0,
+    # gpu-3..5 on 1); "waiting" is admitted with no device prepared: not listed
+    assert dra_zones(real, profile) == {
+        "default/far": {1: {"gpu.nvidia.com": 1}},
+        "default/near": {0: {"gpu.nvidia.com": 1}},
+        "default/two": {0: {"gpu.nvidia.com": 1}, 1: {"gpu.nvidia.com": 1}},
+        "default/mixed": {1: {"gpu.nvidia.com": 1}},
+    }
+    # the DRA field is compared for the 5 admitted pods' containers with claims
+    assert compared_fields(simulated) == 6 * 2 + 5 * 4
+
+    moved = dataclasses.replace(
+        far, devices=((*far.devices[0][:2], "gpu-4", far.devices[0][3], None),)
+    )
+    other: Dynamic = {**dynamic, "default/far": {"c": (moved,)}}
+    wrong = real_verdicts(
+        pods=pods, statuses=statuses, listed=listed, profile=profile, dynamic=other
+    )
+    (difference,) = compare(simulated, wrong)
+    assert (difference.pod, difference.container, difference.field) == (
+        "default/far",
+        "c",
+        "dynamic",
+    )
+    assert "gpu-4" in difference.kubelet and "gpu-3" in difference.simulator

@@ -7,11 +7,14 @@ from collections import Counter
 
 import pytest
 
+from fakenrt.commands.podfiles import validated_claim, validated_pod
+from fakenrt.podschema import SchemaChecker
 from fakenrt.realnode.kubeletconfig import kubelet_configuration
 from fakenrt.realnode.machine import machine_files
 from fakenrt.realnode.oracle import simulated_verdicts
 from fakenrt.realnode.scenarios import (
     Scenario,
+    dra_scenarios,
     fixed_scenarios,
     random_scenario,
     random_scenarios,
@@ -19,10 +22,11 @@ from fakenrt.realnode.scenarios import (
 )
 
 FIXED = fixed_scenarios()
+DRA = dra_scenarios()
 RANDOM = random_scenarios(60, seed=1)
 
 
-@pytest.mark.parametrize("scenario", [*FIXED, *RANDOM], ids=lambda s: s.name)
+@pytest.mark.parametrize("scenario", [*FIXED, *DRA, *RANDOM], ids=lambda s: s.name)
 def test_scenario_renders_and_is_decided(scenario: Scenario) -> None:
     profile, pods = scenario_inputs(scenario)
     assert profile.name == scenario.node_name
@@ -33,10 +37,49 @@ def test_scenario_renders_and_is_decided(scenario: Scenario) -> None:
 
 
 def test_names_are_unique() -> None:
-    names = [s.name for s in (*FIXED, *RANDOM)]
+    names = [s.name for s in (*FIXED, *DRA, *RANDOM)]
     assert len(names) == len(set(names))
-    nodes = [s.node_name for s in FIXED]
+    nodes = [s.node_name for s in (*FIXED, *DRA)]
     assert len(nodes) == len(set(nodes))
+
+
+@pytest.mark.parametrize("scenario", DRA, ids=lambda s: s.name)
+def test_dra_scenarios_are_what_the_api_server_accepts(scenario: Scenario) -> None:
+    profile, _ = scenario_inputs(scenario)
+    assert profile.dra
+    for manifest in scenario.pods:
+        validated_pod(manifest, source=scenario.name)
+    names = set()
+    for manifest in scenario.claims:
+        names.add(manifest["metadata"]["name"])
+        if manifest["kind"] == "ResourceClaim":
+            validated_claim(manifest, source=scenario.name)
+        else:
+            checker = SchemaChecker()
+            checker.check(manifest, "V1ResourceClaimTemplate", "")
+            assert not checker.problems
+    used = {
+        c.get("resourceClaimName") or c.get("resourceClaimTemplateName")
+        for m in scenario.pods
+        for c in m["spec"].get("resourceClaims", [])
+    }
+    assert used == names
+    assert scenario.scheduled <= {m["metadata"]["name"] for m in scenario.pods}
+
+
+def test_the_dra_scenarios_cover_templates_capacity_constraints_and_pending() -> None:
+    claims = [c for s in DRA for c in s.claims]
+    assert {c["kind"] for c in claims} == {"ResourceClaim", "ResourceClaimTemplate"}
+    specs = [c["spec"].get("spec", c["spec"])["devices"] for c in claims]
+    assert any("constraints" in d for d in specs)
+    requests = [r["exactly"] for d in specs for r in d["requests"]]
+    assert any("capacity" in r for r in requests)
+    assert any(r.get("count") == 2 for r in requests)
+    assert any("selectors" in r for r in requests)
+    drivers = {d.name for s in DRA for d in scenario_inputs(s)[0].dra}
+    assert drivers == {"gpu.nvidia.com", "gpu.amd.com", "dra.cpu"}
+    bypassing = [m for s in DRA for m in s.pods if m["metadata"]["name"] not in s.scheduled]
+    assert bypassing  # claims never allocated: pods left Pending
 
 
 def test_the_fixed_set_covers_every_policy_scope_and_option() -> None:

@@ -24,7 +24,7 @@ from kubernetes import client
 from prometheus_client import CollectorRegistry
 
 from exporter.kubeclient import KubeClient
-from exporter.kubeconfig import from_kubeconfig
+from exporter.kubesettings import from_kubeconfig
 from fakenrt.kubelet.foreign import FOREIGN_NAMESPACE, foreign_pod_name
 from fakenrt.profiles.parsing import parse_profiles
 from fakenrt.scheduler.backoff import Backoff
@@ -34,7 +34,7 @@ from fakenrt.scheduler.metrics import SchedulerMetrics
 from fakenrt.scheduler.plugin import NumaPlugin
 from tests.controller.harness import get_pod, running, wait_for
 from tests.controlplane.cluster import ControlPlane
-from tests.controlplane.helpers import ensure_service_account
+from tests.controlplane.helpers import ensure_namespace
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.usefixtures("nrt_crd")]
 
@@ -91,7 +91,7 @@ def label(api_client: client.ApiClient) -> Iterator[str]:
 def test_a_burst_on_pre_fragmented_nodes_without_exporter_gets_no_rejection(
     api_client: client.ApiClient, kube: KubeClient, namespace: str, label: str
 ) -> None:
-    ensure_service_account(api_client, FOREIGN_NAMESPACE, "default")
+    ensure_namespace(api_client, FOREIGN_NAMESPACE)  # its default ServiceAccount
     names = [f"{label}-{i}" for i in range(4)]
     profiles = parse_profiles(
         {

@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from exporter.annotations import OBSERVED_PLACEMENT, PREDICTED_PLACEMENT, parse_placement
 from exporter.kubeclient import KubeClient
-from exporter.kubeconfig import from_kubeconfig
+from exporter.kubesettings import from_kubeconfig
 from fakenrt.cli import main
 from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.scheduler.args import PluginArgs

@@ -19,8 +19,8 @@ from kubernetes import client
 from prometheus_client import CollectorRegistry
 
 from exporter.kubeclient import KubeClient
-from exporter.kubeconfig import from_kubeconfig
 from exporter.kubeerrors import Transient
+from exporter.kubesettings import from_kubeconfig
 from fakenrt.cli import main
 from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles.loading import EXAMPLES_DIR
@@ -213,12 +213,16 @@ def test_a_bad_nrt_is_logged_once_not_every_cycle(
 @pytest.mark.parametrize(
     ("content", "problem"),
     [
-        pytest.param(None, "/dev/zero: larger than 8 MiB", id="dev-zero"),
-        pytest.param(b"\x7fELF\0\0\0", "not a text file", id="binary"),
-        pytest.param(b"a: [\n", "cannot read kubeconfig (while parsing a flow node", id="yaml"),
+        pytest.param(None, "kubeconfig: /dev/zero is not a regular file", id="dev-zero"),
+        pytest.param(b"\x7fELF\0\0\0", "is not a text file (it contains NUL bytes)", id="binary"),
+        pytest.param(
+            b"a: \xff\xfe\n", "is not UTF-8 text (invalid byte at offset 3)", id="not-utf8"
+        ),
+        pytest.param(b"a: [\n", "not a YAML kubeconfig (while parsing a flow node", id="yaml"),
+        pytest.param(b"#" * (5 << 20), "is larger than 4 MiB, the most read", id="huge"),
     ],
 )
-@pytest.mark.parametrize("command", [["scheduler", "run", "--once"], ["controller"]])
+@pytest.mark.parametrize("command", [["scheduler", "run"], ["controller"]])
 def test_an_unusable_kubeconfig_is_one_line(
     tmp_path: Path, content: bytes | None, problem: str, command: list[str]
 ) -> None:
@@ -226,10 +230,71 @@ def test_an_unusable_kubeconfig_is_one_line(
     if content is not None:
         path = tmp_path / "kubeconfig"
         path.write_bytes(content)
+    _refused_in_one_line(command, path, problem)
+
+
+def _refused_in_one_line(command: list[str], kubeconfig: Path, problem: str) -> None:
     extra = ["--profile", str(EXAMPLES_DIR / "dgx.yaml")] if command == ["controller"] else []
-    result = CliRunner().invoke(main, [*command, "--kubeconfig", str(path), *extra])
-    assert result.exit_code == 1
+    result = CliRunner().invoke(main, [*command, "--kubeconfig", str(kubeconfig), *extra])
+    assert result.exit_code == 1, result.output
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1
+    assert len(lines) == 1, result.stderr
     assert lines[0].startswith("Error: cannot load a Kubernetes configuration: ")
     assert problem in lines[0]
+
+
+def _kubeconfig_with_user(tmp_path: Path, user: str, cluster: str = "") -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+        f"clusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:1'{cluster}}}}}]\n"
+        f"users: [{{name: u, user: {user}}}]\n"
+        "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    ("user", "cluster", "problem"),
+    [
+        pytest.param(
+            "{tokenFile: /dev/zero}", "",
+            "users['u'].tokenFile: /dev/zero is not a regular file", id="token-file-dev-zero",
+        ),
+        pytest.param(
+            "{tokenFile: big}", "",
+            "users['u'].tokenFile: {dir}/big is larger than 4 MiB", id="token-file-huge",
+        ),
+        pytest.param(
+            "{token: t}", ", certificate-authority: big",
+            "clusters['c'].certificate-authority: {dir}/big is larger than 4 MiB", id="ca-huge",
+        ),
+        pytest.param(
+            "{token: t}", ", certificate-authority: garbage",
+            "cannot load the TLS certificates", id="ca-garbage",
+        ),
+        pytest.param(
+            "{client-certificate: big, client-key: garbage}", "",
+            "users['u'].client-certificate: {dir}/big is larger than 4 MiB", id="cert-huge",
+        ),
+        pytest.param(
+            "{exec: {command: python3, args: [-c, 'while 1: print(8 * 65536 * \"x\")']}}", "",
+            "exec plugin python3: printed more than 1048576 bytes; stopped", id="exec-endless",
+        ),
+        pytest.param(
+            "{exec: {command: python3, args: [-c, 'print(\"garbage\")']}}", "",
+            "exec plugin python3: exec: failed to decode process output", id="exec-garbage",
+        ),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("command", [["scheduler", "run"], ["controller"]])
+def test_an_unusable_credential_file_or_plugin_is_one_line(
+    tmp_path: Path, user: str, cluster: str, problem: str, command: list[str]
+) -> None:
+    """tokenFile: /dev/zero or a plugin printing without end grew the process to
+    MemoryError; now each is refused at start, in one line naming the field or plugin."""
+    with open(tmp_path / "big", "wb") as big:
+        big.truncate(5 << 20)  # sparse: 5 MiB that cost no disk
+    (tmp_path / "garbage").write_text("not a certificate\n")
+    path = _kubeconfig_with_user(tmp_path, user, cluster)
+    _refused_in_one_line(command, path, problem.format(dir=tmp_path))

@@ -41,6 +41,9 @@ def test_same_seed_same_bytes_other_seed_other_run() -> None:
     ]
     assert doc["strategies"]["oracle"]["gpu_hours_ratio_to_oracle"] == 1.0
     assert doc["scenario"]["nodes"] == 16 and doc["scenario"]["gpus"] == 128
+    # the bundled files by name: the JSON is the same wherever the package is installed
+    assert doc["scenario"]["scenario"] == "bundled default.yaml"
+    assert doc["scenario"]["profiles"] == "bundled cluster.yaml"
 
 
 def test_parallel_runs_give_the_same_json() -> None:
@@ -76,7 +79,7 @@ def test_sweep_runs_every_strategy_at_every_value(tmp_path: Path) -> None:
     code, out = invoke(*SMALL, "--strategy", "oracle", "--sweep", "nrt-delay=0,30s", "--json")
     sweep = json.loads(out)["sweep"]
     assert sweep["parameter"] == "nrt-delay" and sweep["values"] == [0.0, 30.0]
-    assert len(sweep["strategies"]["oracle"]["gpu_hours"]) == 2
+    assert len(sweep["strategies"]["oracle"]["gpu_hours"]["mean"]) == 2
 
 
 def _write_scenario(tmp_path: Path, trace_name: str) -> Path:

@@ -62,8 +62,8 @@ from prometheus_client import CollectorRegistry
 
 from exporter.annotations import OBSERVED_MEMORY_GROUPS
 from exporter.kubeclient import KubeClient, path
-from exporter.kubeconfig import from_kubeconfig
 from exporter.kubeerrors import NotFound
+from exporter.kubesettings import from_kubeconfig
 from fakenrt.controller.endpoints import socket_path, sysfs_root
 from fakenrt.controller.nodeobjects import CONTROLLER_LABEL
 from fakenrt.controller.pods import ALLOCATION_ANNOTATION, RUN_DURATION_ANNOTATION
@@ -88,7 +88,7 @@ from tests.controller.conftest import ManualClock
 from tests.controller.harness import running, wait_for
 from tests.controlplane.cluster import ControlPlane
 from tests.controlplane.helpers import ensure_service_account
-from tests.e2e.deployment import Process
+from tests.e2e.processes import Process
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.usefixtures("nrt_crd")]
 

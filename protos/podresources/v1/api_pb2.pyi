@@ -297,9 +297,12 @@ class ClaimResource(_message.Message):
     DRIVER_NAME_FIELD_NUMBER: _builtins.int
     POOL_NAME_FIELD_NUMBER: _builtins.int
     DEVICE_NAME_FIELD_NUMBER: _builtins.int
+    SHARE_ID_FIELD_NUMBER: _builtins.int
     driver_name: _builtins.str
     pool_name: _builtins.str
     device_name: _builtins.str
+    share_id: _builtins.str
+    """Set for a device allocated several times (consumable capacity)."""
     @_builtins.property
     def cdi_devices(self) -> _containers.RepeatedCompositeFieldContainer[Global___CDIDevice]: ...
     def __init__(
@@ -309,12 +312,15 @@ class ClaimResource(_message.Message):
         driver_name: _builtins.str = ...,
         pool_name: _builtins.str = ...,
         device_name: _builtins.str = ...,
+        share_id: _builtins.str | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_share_id", b"_share_id", "share_id", b"share_id"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cdi_devices", b"cdi_devices", "device_name", b"device_name", "driver_name", b"driver_name", "pool_name", b"pool_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_share_id", b"_share_id", "cdi_devices", b"cdi_devices", "device_name", b"device_name", "driver_name", b"driver_name", "pool_name", b"pool_name", "share_id", b"share_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__share_id: _TypeAlias = _typing.Literal["share_id"]  # noqa: Y015
+    _WhichOneofArgType__share_id: _TypeAlias = _typing.Literal["_share_id", b"_share_id"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__share_id) -> _WhichOneofReturnType__share_id | None: ...
 
 Global___ClaimResource: _TypeAlias = ClaimResource  # noqa: Y015
 
