@@ -12,7 +12,9 @@ from fakenrt.kubelet.allocation import (
     INIT,
     REGULAR,
     SIDECAR,
+    ClaimResource,
     ContainerAllocation,
+    DynamicResource,
     MemoryBlock,
     PodAllocation,
 )
@@ -40,6 +42,26 @@ blocks = st.lists(
     ),
     max_size=3,
 ).map(tuple)
+names = st.sampled_from(["a", "gpu-0", "x.y"])
+dynamic = st.lists(
+    st.builds(
+        DynamicResource,
+        claim_name=names,
+        claim_namespace=st.sampled_from(["ns", "other"]),
+        resources=st.lists(
+            st.builds(
+                ClaimResource,
+                driver=st.sampled_from(["gpu.example.com", "nic.example.com"]),
+                pool=names,
+                device=names,
+                cdi_ids=st.lists(names, max_size=2).map(tuple),
+                share_id=st.none() | st.sampled_from(["s-1", ""]),
+            ),
+            max_size=2,
+        ).map(tuple),
+    ),
+    max_size=2,
+).map(tuple)
 containers = st.lists(
     st.builds(
         ContainerAllocation,
@@ -48,6 +70,7 @@ containers = st.lists(
         devices=devices,
         memory=blocks,
         kind=st.sampled_from([REGULAR, SIDECAR, INIT]),
+        dynamic=dynamic,
     ),
     max_size=4,
 ).map(tuple)
