@@ -84,16 +84,24 @@ class CpuTopology:
     @classmethod
     def from_profile(cls, profile: NodeProfile) -> CpuTopology:
         """The profile's CPU map; without one, every CPU is its own core and every NUMA
-        node its own socket."""
+        node its own socket. Nodes with the same map share one topology (it is never
+        modified): a fleet of a few shapes holds a few, not one per node (about 120 KB
+        each for a 2-socket, 128-CPU node)."""
         if profile.cpu_topology:
-            return cls(dict(profile.cpu_topology))
-        return cls(
-            {
+            cpus = dict(profile.cpu_topology)
+        else:
+            cpus = {
                 cpu: CpuInfo(cpu=cpu, core=cpu, socket=zone.id, numa=zone.id)
                 for zone in profile.zones
                 for cpu in zone.cpus
             }
-        )
+        key = tuple(cpus.items())  # in order: equal keys build equal topologies
+        kept = _SHARED.get(key)
+        if kept is None:
+            if len(_SHARED) >= _SHARED_MAX:
+                _SHARED.pop(next(iter(_SHARED)))
+            kept = _SHARED[key] = cls(cpus)
+        return kept
 
     @property
     def num_cpus(self) -> int:
@@ -142,3 +150,9 @@ class CpuTopology:
         for n in nodes:
             out |= self.numa_cpus.get(n, frozenset())
         return frozenset(out)
+
+
+#: Topologies by CPU map (:meth:`CpuTopology.from_profile`), the oldest dropped past
+#: :data:`_SHARED_MAX` (a bound on what hostile or varied profiles can make it hold).
+_SHARED: dict[tuple[tuple[int, CpuInfo], ...], CpuTopology] = {}
+_SHARED_MAX = 64
