@@ -20,6 +20,13 @@ class CommandError(Exception):
     """The command failed: ``Error: <message>`` on stderr, exit status 1."""
 
 
+def connections(write_concurrency: int) -> int:
+    """The API server connections the daemon keeps: one per write in flight, one for the
+    lists and reads, one for the events and one for each watch (pods, ResourceSlices)
+    while it streams."""
+    return write_concurrency + 4
+
+
 def _kube_client(
     kubeconfig: Path | None, *, check_credentials: bool = False, pool_size: int = 4
 ) -> KubeClient:
@@ -51,9 +58,7 @@ def run_command(
 ) -> None:
     """Run the exporter daemon for one node until SIGTERM."""
     logs.configure(log_level)
-    # a connection per write in flight, one for the lists and reads, one for the events
-    # and one for each watch (pods, ResourceSlices) while it streams
-    kube = _kube_client(kubeconfig, pool_size=write_concurrency + 4)
+    kube = _kube_client(kubeconfig, pool_size=connections(write_concurrency))
     # from before the first thread starts: every thread inherits SIGTERM and SIGINT
     # blocked, and the daemon waits for them in this one (daemon.run)
     with stopsignals.blocked():

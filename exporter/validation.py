@@ -31,13 +31,21 @@ def _printable(text: str) -> str:
 
 
 def quoted(value: object, limit: int = QUOTE_LIMIT) -> str:
-    """``repr(value)``, at most about ``limit`` characters: a longer one is cut and says
-    how long it was."""
+    """``repr(value)``, at most about ``limit`` characters as shown (escapes counted): a
+    longer one is cut and says how long it was."""
     text = value if isinstance(value, str) else repr(value)
-    if len(text) > limit:
-        shown = repr(text[:limit])
-        return f"{_printable(shown[:-1])}...{shown[-1]} ({len(text)} characters)"
-    return _printable(repr(value))
+    whole = _printable(repr(value))
+    if len(whole) <= limit + 2:
+        return whole
+    # the longest start whose escaped form fits: a character may show as up to 10 ("\U0001f600")
+    keep, width = 0, 0
+    for char in text[:limit]:
+        width += len(_printable(repr(char))) - 2
+        if width > limit:
+            break
+        keep += 1
+    shown = _printable(repr(text[:keep]))
+    return f"{shown[:-1]}...{shown[-1]} ({len(text)} characters)"
 
 
 def one_line(text: str, limit: int = LINE_LIMIT) -> str:

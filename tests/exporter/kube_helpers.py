@@ -8,10 +8,12 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from exporter.kubeclient import KubeClient
 from exporter.kubesettings import ClusterConfig
 from tests.controlplane.cluster import ControlPlane
+from tests.controlplane.helpers import create_fake_node
 
 T = TypeVar("T")
 
@@ -46,8 +48,10 @@ def create_pod(
     labels: Mapping[str, str] | None = None,
     service_account: str = "default",
 ) -> dict[str, Any]:
-    """Create a pod bound to ``node`` and set its status; returns the pod as JSON."""
+    """Create a pod bound to ``node`` (a Node object made first where there is none) and
+    set its status; returns the pod as JSON."""
     core = client.CoreV1Api(api)
+    ensure_node(api, node)
     spec_containers = [
         {"name": cname, "image": "registry.k8s.io/pause:3.10", "resources": dict(resources)}
         for cname, resources in (containers or {"main": BEST_EFFORT}).items()
@@ -70,6 +74,22 @@ def create_pod(
     if phase is not None:
         set_phase(api, namespace, name, phase, started=started)
     return read_pod(api, namespace, name)
+
+
+def ensure_node(api: client.ApiClient, name: str) -> None:
+    """A Node called ``name``, made (Ready, no kubelet behind it) when missing: the
+    suite's kube-controller-manager deletes pods bound to a node that does not exist
+    (its pod garbage collector, after 40 s), as a real cluster does."""
+    try:
+        client.CoreV1Api(api).read_node(name)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+        try:
+            create_fake_node(api, name)
+        except ApiException as again:
+            if again.status != 409:  # made meanwhile by another thread
+                raise
 
 
 def set_phase(

@@ -70,8 +70,9 @@ def test_the_admission_policy_binds_the_charts_account(
     helm: Helm, kubectl: Kubectl, gpu_ops: str
 ) -> None:
     """Under release ``gpu`` in ``gpu-ops`` (ci values: service account
-    gpu-numa-exporter), the policy applies to that account: an annotation it may not
-    write is refused by the policy (not RBAC), and RBAC still refuses what it never may."""
+    gpu-numa-exporter), the policies apply to that account: an annotation it may not
+    write, and an event it may not report, are refused by the chart's policies (not
+    RBAC), and RBAC still refuses what it never may."""
     (values,) = ci_values("numa-exporter")
     namespace = gpu_ops
     account = f"system:serviceaccount:{namespace}:gpu-numa-exporter"
@@ -86,7 +87,7 @@ def test_the_admission_policy_binds_the_charts_account(
             "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
         )
     ]  # fmt: skip
-    assert len(identities) == 5
+    assert len(identities) == 7
     kubectl.run("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump_all(identities))
     pod = f"p-{uuid.uuid4().hex[:6]}"
     kubectl.run(
@@ -117,6 +118,30 @@ def test_the_admission_policy_binds_the_charts_account(
         proc = kubectl.run(f"--as={account}", "-n", namespace, "delete", "pod", pod, check=False)
         assert proc.returncode != 0
         assert "cannot delete resource" in proc.stderr
+        # RBAC lets it create events; the events policy refuses one from a token without
+        # its node (impersonation), as it would another node's.
+        event = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"generateName": f"{pod}."},
+            "involvedObject": {"kind": "Pod", "namespace": namespace, "name": pod},
+            "reason": "DRAMisaligned", "type": "Warning", "message": "m",
+            "source": {"component": "numa-exporter", "host": "gpu-node-0"},
+            "reportingComponent": "numa-exporter", "reportingInstance": "gpu-node-0",
+        }  # fmt: skip
+
+        def report() -> str:
+            proc = kubectl.run(
+                f"--as={account}", "-n", namespace, "create", "-f", "-",
+                stdin=json.dumps(event), check=False,
+            )  # fmt: skip
+            return "" if proc.returncode == 0 else _one_line(proc.stderr)
+
+        deadline = time.monotonic() + 60
+        while "ValidatingAdmissionPolicy" not in (refusal := report()):
+            assert time.monotonic() < deadline, f"the events policy is not enforced: {refusal!r}"
+            time.sleep(0.5)
+        assert "gpu-numa-exporter-own-events-only" in refusal
+        assert "the request's token names no node" in refusal
         # Another account of that namespace is not the chart's: the policy leaves it alone.
         kubectl.run("-n", namespace, "create", "serviceaccount", "other", check=False)
         kubectl.run(

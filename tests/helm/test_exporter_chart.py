@@ -119,22 +119,21 @@ def test_names_follow_the_release_and_namespace(helm: Helm) -> None:
         ("ClusterRoleBinding", "", "gpu-numa-exporter"),
         ("ValidatingAdmissionPolicy", "", "gpu-numa-exporter-observed-annotations-only"),
         ("ValidatingAdmissionPolicyBinding", "", "gpu-numa-exporter-observed-annotations-only"),
+        ("ValidatingAdmissionPolicy", "", "gpu-numa-exporter-own-events-only"),
+        ("ValidatingAdmissionPolicyBinding", "", "gpu-numa-exporter-own-events-only"),
         ("DaemonSet", "gpu-ops", "gpu-numa-exporter"),
     }
     binding = objects[("ClusterRoleBinding", "", "gpu-numa-exporter")]
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "gpu-numa-exporter", "namespace": "gpu-ops"}
     ]
-    policy = objects[
-        ("ValidatingAdmissionPolicy", "", "gpu-numa-exporter-observed-annotations-only")
-    ]
-    assert policy["spec"]["matchConditions"][0]["expression"] == (
-        'request.userInfo.username == "system:serviceaccount:gpu-ops:gpu-numa-exporter"'
-    )
-    vapb = objects[
-        ("ValidatingAdmissionPolicyBinding", "", "gpu-numa-exporter-observed-annotations-only")
-    ]
-    assert vapb["spec"]["policyName"] == "gpu-numa-exporter-observed-annotations-only"
+    for name in ("observed-annotations-only", "own-events-only"):
+        policy = objects[("ValidatingAdmissionPolicy", "", f"gpu-numa-exporter-{name}")]
+        assert policy["spec"]["matchConditions"][0]["expression"] == (
+            'request.userInfo.username == "system:serviceaccount:gpu-ops:gpu-numa-exporter"'
+        )
+        vapb = objects[("ValidatingAdmissionPolicyBinding", "", f"gpu-numa-exporter-{name}")]
+        assert vapb["spec"]["policyName"] == f"gpu-numa-exporter-{name}"
     ds = objects[("DaemonSet", "gpu-ops", "gpu-numa-exporter")]
     assert ds["spec"]["selector"]["matchLabels"] == {
         "app.kubernetes.io/name": "numa-exporter",
@@ -290,8 +289,8 @@ def test_the_ci_values_render_a_gpu_fleet(helm: Helm) -> None:
     assert kinds == sorted(
         [
             "ClusterRole", "ClusterRoleBinding", "DaemonSet", "PodMonitor", "PrometheusRule",
-            "Service", "ServiceAccount", "ServiceMonitor", "ValidatingAdmissionPolicy",
-            "ValidatingAdmissionPolicyBinding",
+            "Service", "ServiceAccount", "ServiceMonitor",
+            *["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"] * 2,
         ]
     )  # fmt: skip
     pod = _pod(objects)

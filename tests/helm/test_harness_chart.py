@@ -107,14 +107,18 @@ def test_one_exporter_per_node_of_the_profile(helm: Helm) -> None:
     assert pod["containers"][0]["env"][0] == {"name": "NODE_NAME", "value": "cpu-only"}
     assert [v["hostPath"]["path"] for v in pod["volumes"]] == [
         "/var/lib/fakenrt/ci/cpu-only",
+        "/var/lib/fakenrt/ci/cpu-only/sys/devices",
         "/var/lib/fakenrt/ci/cpu-only/sys/devices/system/node",
+        "/var/lib/fakenrt/ci/cpu-only/sys/bus/pci/devices",
     ]
     assert "--poll-interval=2" in pod["containers"][0]["args"]
     by_name = {(o["kind"], o["metadata"]["name"]): o for o in objects}
     controller = by_name["Deployment", "fakenrt-controller"]["spec"]["template"]["spec"][
         "containers"
     ][0]
-    assert controller["args"][-2:] == ["--nrt-delay=20s", "--nrt-jitter=5s"]
+    assert controller["args"][-4:] == [
+        "--nrt-volcano", "--nrt-koordlet", "--nrt-delay=20s", "--nrt-jitter=5s",
+    ]  # fmt: skip
     assert "--state-dir=/var/lib/fakenrt/ci" in controller["args"]
     assert controller["image"] == "numa-testkit/numa-testkit:local"
     assert controller["imagePullPolicy"] == "Never"
@@ -125,11 +129,64 @@ def test_one_exporter_per_node_of_the_profile(helm: Helm) -> None:
     assert "--period=2" in scheduler["args"]
     args = yaml.safe_load(by_name["ConfigMap", "fakenrt-scheduler"]["data"]["args.yaml"])
     assert args == {"reconstructAvailable": False, "scoringStrategy": "MostAllocated"}
-    policy = by_name["ValidatingAdmissionPolicy", "fakenrt-exporter-observed-annotations-only"]
-    assert (
-        '"system:serviceaccount:ci:fakenrt-exporter"'
-        in policy["spec"]["matchConditions"][0]["expression"]
-    )
+    for policy_name in (
+        "fakenrt-exporter-observed-annotations-only",
+        "fakenrt-exporter-dra-events-only",
+    ):
+        policy = by_name["ValidatingAdmissionPolicy", policy_name]
+        assert (
+            '"system:serviceaccount:ci:fakenrt-exporter"'
+            in policy["spec"]["matchConditions"][0]["expression"]
+        )
+
+
+def _controller_args(objects: list[dict[str, Any]]) -> list[str]:
+    (controller,) = [
+        o
+        for o in objects
+        if o["kind"] == "Deployment" and o["metadata"]["name"] == "fakenrt-controller"
+    ]
+    args: list[str] = controller["spec"]["template"]["spec"]["containers"][0]["args"]
+    return args
+
+
+@pytest.mark.parametrize(
+    ("value", "flag"),
+    [("controller.nrt.volcano", "--nrt-volcano"), ("controller.nrt.koordlet", "--nrt-koordlet")],
+)
+def test_an_agents_format_is_the_controllers_flag(helm: Helm, value: str, flag: str) -> None:
+    """Off by default (the manifests' controller runs without either flag); on, the
+    controller gets the flag, and only that one."""
+    default = _controller_args(_render(helm))
+    assert not [a for a in default if a.startswith("--nrt-")]
+    assert _controller_args(_render(helm, **{value: "true"})) == [*default, flag]
+
+
+def test_admission_policy_off_renders_neither_policy(helm: Helm) -> None:
+    kinds = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+    assert len([o for o in _render(helm) if o["kind"] in kinds]) == 4
+    assert [
+        o for o in _render(helm, **{"admissionPolicy.enabled": "false"}) if o["kind"] in kinds
+    ] == []
+
+
+@pytest.mark.parametrize(
+    ("sets", "problem"),
+    [
+        (
+            {"controller.nrt.volcano": "maybe"},
+            "at '/controller/nrt/volcano': got string, want boolean",
+        ),
+        ({"controller.nrt.volcanoes": "true"}, "additional properties 'volcanoes' not allowed"),
+    ],
+)
+def test_bad_values_are_refused(helm: Helm, sets: dict[str, str], problem: str) -> None:
+    args = ["template", "h", str(CHARTS / CHART)]
+    for key, value in sets.items():
+        args += ["--set", f"{key}={value}"]
+    proc = helm.run(*args, check=False)
+    assert proc.returncode != 0
+    assert problem in proc.stderr
 
 
 def test_a_changed_profile_rolls_the_controller(helm: Helm, tmp_path: Path) -> None:

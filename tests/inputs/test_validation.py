@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from exporter.validation import (
+    QUOTE_LIMIT,
     bind_address_problem,
     dns_label_problem,
     dns_subdomain_problem,
@@ -19,10 +20,15 @@ from exporter.validation import (
 @given(st.text(max_size=5000))
 def test_a_quote_is_bounded_and_printable(text: str) -> None:
     shown = quoted(text)
-    assert len(shown) < 130
+    # the limit as shown, escapes counted; a quote style switched by repr may add one
+    # backslash a character, and the cut says how long the text was
+    assert len(shown) <= 2 * QUOTE_LIMIT + 30, shown
     shown.encode("utf-8")  # no lone surrogates: printable anywhere
-    if len(text) <= 60:
-        assert shown == repr(text).encode("utf-8", "backslashreplace").decode()
+    whole = repr(text).encode("utf-8", "backslashreplace").decode()
+    if len(whole) <= QUOTE_LIMIT + 2:
+        assert shown == whole
+    else:
+        assert shown.endswith(f" ({len(text)} characters)")
 
 
 def test_a_long_quote_says_how_long() -> None:

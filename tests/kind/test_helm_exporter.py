@@ -2,9 +2,9 @@
 install`` of charts/numa-exporter under a release and namespace of its own, with the
 local image, and the chart's exporter annotates a Guaranteed pod with the CPUs the real
 kubelet gave it (from the CPU Manager's checkpoint, mapped through the node's sysfs), as
-scenario g checks for the kustomize install. No other exporter runs meanwhile, so the
-annotation is this one's; ``helm uninstall`` removes every object it made, the
-cluster-scoped ones included."""
+the Kind exporter test (test_exporter_real_kubelet.py) checks for the kustomize install.
+No other exporter runs meanwhile, so the annotation is this one's; ``helm uninstall``
+removes every object it made, the cluster-scoped ones included."""
 
 from __future__ import annotations
 
@@ -59,8 +59,8 @@ def release(
 ) -> Iterator[str]:
     """The chart installed (helm install --wait) as the only exporter on the cluster;
     uninstalled afterwards if the test did not."""
-    # Scenario g's kustomize exporter (if it ran first in this session) would write the
-    # same annotations: remove it, so what is checked is the chart's.
+    # The Kind exporter test's kustomize exporter (if it ran first in this session) would
+    # write the same annotations: remove it, so what is checked is the chart's.
     kind.kubectl_run(
         "delete", "daemonset", "-A", "-l", "app.kubernetes.io/name=numa-exporter", "--wait=true",
         timeout=180.0,
@@ -150,12 +150,14 @@ def test_helm_install_annotates_a_pod_with_the_real_kubelets_cpus(
         == expected
     )
     assert json.loads(wait_for("memory groups", lambda: annotation(MEMORY_GROUPS))) == []
-    # The release's admission policy is enforced and names this release's account.
-    policy = kind.kubectl_json("validatingadmissionpolicy", f"{NAME}-observed-annotations-only")
-    assert (
-        f'"system:serviceaccount:{NAMESPACE}:{NAME}"'
-        in policy["spec"]["matchConditions"][0]["expression"]
-    )
+    # The release's admission policies (annotations, DRAMisaligned events) are installed
+    # and name this release's account.
+    for policy_name in ("observed-annotations-only", "own-events-only"):
+        policy = kind.kubectl_json("validatingadmissionpolicy", f"{NAME}-{policy_name}")
+        assert (
+            f'"system:serviceaccount:{NAMESPACE}:{NAME}"'
+            in policy["spec"]["matchConditions"][0]["expression"]
+        )
 
     # helm uninstall removes every object the release made, the cluster-scoped ones too.
     helm.run(

@@ -51,7 +51,11 @@ def test_policy_and_scope(
 def test_zones_sorted_by_numeric_id_and_non_numa_zones_ignored() -> None:
     obj = nrt_object("n", [ZONE, ZONE, ZONE], distances=[[10, 20, 30], [20, 10, 20], [30, 20, 10]])
     zones = obj["zones"]
+    renamed = {"node-0": "node-10", "node-1": "node-1", "node-2": "node-2"}
     zones[0]["name"], zones[2]["name"] = "node-10", "node-2"
+    for zone in zones:  # the costs name the zones as renamed (they must name its zones)
+        for cost in zone.get("costs", []):
+            cost["name"] = renamed[cost["name"]]
     zones.append({"name": "socket-0", "type": "Socket"})
     topo = read_nrt(obj)
     assert topo.zone_ids == (1, 2, 10)
@@ -91,12 +95,12 @@ def _broken(mutate: Any) -> dict[str, Any]:
         ),
         pytest.param(
             lambda o: o["zones"][0]["resources"][0].pop("available"),
-            "zones[0](node-0).resources[0](cpu).available is required",
+            "zones[0](node-0).resources[0]('cpu').available is required",
             id="missing-available",
         ),
         pytest.param(
             lambda o: o["zones"][0]["resources"][0].__setitem__("capacity", "lots"),
-            "zones[0](node-0).resources[0](cpu).capacity",
+            "zones[0](node-0).resources[0]('cpu').capacity",
             id="bad-quantity",
         ),
         pytest.param(
