@@ -92,7 +92,7 @@ pytest: $(VENV)/.installed-dev
 	NUMA_TESTKIT_CHROMIUM="$$(tests/setup/chromium.sh)" \
 	$(BIN)/pytest -m 'not scenario'
 
-# The scorecard (docs/scorecard.md): the e2e scenarios a-h against every scheduler adapter
+# The scorecard (docs/scorecard.md): the e2e scenarios a-k against every scheduler adapter
 # (schedulers/), with and without the exporter, at NRT lag 0 and 5 s +- 3 s, on the local
 # control plane, several cells at once; writes build/scorecard/scorecard.json and .html and
 # fails only when an assertion fails (findings never do). scorecard-ci is its CI part:

@@ -1,4 +1,5 @@
-"""Benchmark of a real ``numa-exporter run`` process on one GPU node (exporter issue 12).
+"""Benchmark of a real ``numa-exporter run`` process on one GPU node, side by side with KAI's
+Go exporter (``numa-placement-exporter``) when ``NPE_BIN`` names its binary.
 
 The node: 256 CPUs, 8 NUMA zones, 8 GPUs, the Memory Manager's static policy, and 110
 Guaranteed pods, every one holding exclusive resources:
@@ -7,28 +8,43 @@ Guaranteed pods, every one holding exclusive resources:
 * 102 pods of 2 CPUs + 4Gi: every third with its memory block over two zones, every
   tenth also with 2Gi of hugepages-1Gi, six with a second container (1 CPU + 1Gi).
 
-The exporter runs as its own process, started as the DaemonSet's image starts it
-(``kind/image.sh``, ``Dockerfile``): a console script ``#!<python> -S`` whose modules come
-from ``PYTHONPATH`` (here the checkout and this interpreter's site-packages, byte-compiled
-ahead as the image's are), ``PYTHONDONTWRITEBYTECODE=1``, and API credentials as
-in-cluster ones are (a token file and a CA file, named by a kubeconfig). It runs
-against the suite's real kube-apiserver + etcd and a fake podresources server on a unix
-socket. Its CPU time comes from ``/proc/<pid>/stat`` (every thread), RSS from
-``/proc/<pid>/status``. Printed, one line per figure with its target:
+Each exporter runs as its own process against the suite's real kube-apiserver + etcd and a
+fake podresources server on a unix socket, one after the other on new pods of the same
+scenario, each polling every second. ``numa-exporter`` is started as the DaemonSet's image
+starts it (``kind/image.sh``, ``Dockerfile``): a console script ``#!<python> -S`` whose
+modules come from ``PYTHONPATH`` (here the checkout and this interpreter's site-packages,
+byte-compiled ahead as the image's are), ``PYTHONDONTWRITEBYTECODE=1``. KAI's exporter is
+started with the arguments its operator gives it (the socket, the sysfs root, the poll
+interval; its default logging). Both take their API credentials as a DaemonSet pod does, in
+cluster: ``KUBERNETES_SERVICE_HOST``/``_PORT`` and the ServiceAccount's token and CA under
+``/var/run/secrets/kubernetes.io/serviceaccount``, put there in a private mount namespace
+of the process (``unshare``; as root - otherwise, or with ``--kubeconfig-credentials``,
+a kubeconfig naming the same token file and CA, which brings the library's kubeconfig
+loader into numa-exporter's process: RSS is then reported as such). CPU time comes from
+``/proc/<pid>/stat`` (every thread) and schedstat, RSS from ``/proc/<pid>/status``, API
+writes from a watch of the pods. Printed, per exporter, one line per figure with its
+target, then the two side by side (issue 21's targets: steady CPU per pass <= 1.0 ms and
+below the Go exporter's, RSS <= 64 MiB, start to first annotation <= 0.5 s, no growth over
+churn):
 
 * start: time from the process starting to the first and the last of the 110 pods
-  annotated, and the process's CPU time until the last;
+  annotated, and the process's CPU time until the first and until the last;
 * steady state over ``--steady-seconds`` (>= 60): CPU per pass, API writes, RSS;
 * the same with the pods listed in a new order on every List (as the kubelet may);
-* a burst: 110 new pods turning Running, CPU until all are annotated;
-* pod admitted -> annotated: the kubelet lists the pod, then it turns Running;
+* a burst: 110 new pods listed by the kubelet, Running 3 s later, CPU from before they
+  are listed until all are annotated;
+* pod annotatable -> annotated: from the moment the exporter's rule allows it (numa-exporter:
+  the kubelet lists the pod, then it turns Running; KAI's: the kubelet lists it);
 * churn for ``--churn-seconds`` (10 pods replaced per second), RSS every interval;
-* the footprint of each runtime dependency: CPU and resident memory of its import in a
+* numa-exporter's runtime dependencies: CPU and resident memory of each one's import in a
   fresh interpreter started as the exporter is, and its installed size.
 
 Run: .venv/bin/python benchmarks/bench_exporter.py [--churn-seconds 3600]
+     NPE_BIN=~/.cache/numa-testkit/kai/<build>/numa-placement-exporter \\
+         .venv/bin/python benchmarks/bench_exporter.py   (KAI's exporter beside it; the
+         binary is built by schedulers/kai/build.sh)
      .venv/bin/python benchmarks/bench_exporter.py --startup-only 10   (start-up figures of
-     10 fresh processes, each on 110 new pods: their distribution, nothing else)
+     10 fresh processes of each exporter, taken in turns, each on 110 new pods)
      .venv/bin/python benchmarks/bench_exporter.py --dependencies-only   (the footprint of
      each dependency, no control plane)
 """
@@ -52,6 +68,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -70,7 +87,7 @@ from exporter.resources import (
 )
 from exporter.sysfs import write_fixture
 from tests.controlplane.cluster import ControlPlane, binaries_dir
-from tests.controlplane.helpers import admin_client, ensure_namespace
+from tests.controlplane.helpers import admin_client, create_fake_node, ensure_namespace
 from tests.exporter.fake_podresources import FakePodResources
 from tests.exporter.kube_helpers import exporter_kube
 
@@ -82,31 +99,41 @@ GI = 1024**3
 NODE = "bench-node"
 NAMESPACE = "bench"
 GPU = "nvidia.com/gpu"
-# what the old exporter and the Go exporter measured on this scenario (issue 12)
-ISSUE = {"pass_ms": (3.9, 1.6), "start_cpu": (0.31, 0.10), "first": (0.26, 0.09)}
-#: the exporter's runtime dependencies: (distribution, what the exporter imports of it)
-DEPENDENCIES = (
-    ("grpcio", "grpc"),
-    ("protobuf", "protos.podresources.v1.api_pb2"),
-    ("prometheus-client", "prometheus_client"),
-    ("PyYAML", "yaml"),
-)
-#: one module's import in a fresh interpreter, after the modules of argv[2:] (not
-#: counted): CPU seconds and resident KiB it added
+#: numa-exporter's runtime dependencies: (distribution, the modules the daemon imports of it,
+#: the name shown); kubernetes: its parts the daemon imports in-cluster (exporter.kubeparts)
+DEPENDENCIES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("grpcio", ("grpc",), "grpcio (grpc)"),
+    ("protobuf", ("protos.podresources.v1.api_pb2",), "protobuf (the podresources messages)"),
+    ("prometheus-client", ("prometheus_client",), "prometheus-client"),
+    ("kubernetes", ("kubernetes.client.rest", "kubernetes.config.incluster_config",
+                    "kubernetes.utils.quantity"), "kubernetes (its parts, with urllib3)"),
+    ("kubernetes", ("kubernetes",), "  the whole package (import kubernetes)"),
+    ("PyYAML", ("yaml",), "PyYAML (a YAML kubeconfig only)"),
+)  # fmt: skip
+#: the imports of argv[1] (comma-separated) in a fresh interpreter set up as the console
+#: script sets it up, after the modules of argv[2:] (not counted): CPU seconds and resident
+#: KiB they added
 IMPORT_PROBE = """
 import sys, time
+from exporter import kubeparts
+modules = sys.argv[1].split(",")
+if modules != ["kubernetes"]:  # the whole package as an ordinary program imports it
+    kubeparts.import_parts_only()
 for name in sys.argv[2:]:
     __import__(name)
 def rss():
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
 rss0, cpu0 = rss(), time.process_time()
-__import__(sys.argv[1])
+for name in modules:
+    __import__(name)
 print(time.process_time() - cpu0, rss() - rss0)
 """
 #: the standard-library modules the daemon imports, one name a line
 STDLIB_PROBE = """
 import sys
+from exporter import kubeparts
+kubeparts.import_parts_only()
 import exporter.daemon
 print("\\n".join(sorted(
     name for name in sys.modules
@@ -203,14 +230,42 @@ def delete_pod(kube: KubeClient, name: str) -> None:
     kube.delete(pods_path(name), {"gracePeriodSeconds": 0})
 
 
+def renew_node_lease(kube: KubeClient) -> None:
+    """Renew the node's Lease in ``kube-node-lease`` every 10 s, as its kubelet does
+    (the node lifecycle controller's heartbeat; 40 s without one marks the node Unknown)."""
+    leases = path("apis", "coordination.k8s.io", "v1", "namespaces", "kube-node-lease", "leases")
+    created = False
+    while True:
+        now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+        spec = {"holderIdentity": NODE, "leaseDurationSeconds": 40, "renewTime": now}
+        try:
+            if created:
+                kube.patch(f"{leases}/{NODE}", {"spec": spec}, content_type=MERGE_PATCH)
+            else:
+                kube.create(leases, {"metadata": {"name": NODE}, "spec": spec})
+                created = True
+        except ApiError:
+            pass  # renewed on the next round (or the control plane is gone)
+        time.sleep(10)
+
+
 class Watcher:
-    """Records when each pod of the namespace is first seen carrying its annotation."""
+    """Records when each pod of the namespace is first seen carrying its annotation, and
+    counts the namespace's pod events (every write to a pod is one)."""
 
     def __init__(self, kube: KubeClient) -> None:
         self.kube = kube
         self.annotated: dict[str, float] = {}
+        self.events = 0
+        #: called (in the watch's thread) when the first pod is seen annotated after
+        #: ``expect_first``: the moment to read the exporter's CPU
+        self._on_first: Callable[[], None] | None = None
         self.lock = threading.Lock()
         threading.Thread(target=self._run, daemon=True).start()
+
+    def expect_first(self, callback: Callable[[], None]) -> None:
+        with self.lock:
+            self._on_first = callback
 
     def _run(self) -> None:
         version = ""
@@ -220,9 +275,17 @@ class Watcher:
                     obj: dict[str, Any] = event.get("object") or {}
                     meta = obj.get("metadata") or {}
                     version = str(meta.get("resourceVersion") or version)
-                    if OBSERVED_PLACEMENT in (meta.get("annotations") or {}):
-                        with self.lock:
-                            self.annotated.setdefault(str(meta.get("name")), time.monotonic())
+                    if event.get("type") == "BOOKMARK":
+                        continue
+                    with self.lock:
+                        self.events += 1
+                        if OBSERVED_PLACEMENT in (meta.get("annotations") or {}):
+                            name = str(meta.get("name"))
+                            if name not in self.annotated:
+                                self.annotated[name] = time.monotonic()
+                                first, self._on_first = self._on_first, None
+                                if first is not None:
+                                    first()
             except ApiError:
                 return  # the control plane is gone: the benchmark is over
 
@@ -284,7 +347,6 @@ def scrape(port: int) -> dict[str, float]:
 
 
 PASSES = "numa_exporter_reconcile_duration_seconds_count"
-APPLIED = 'numa_exporter_annotation_patches_total{result="applied"}'
 
 
 def wait(condition: Callable[[], T | None], timeout_s: float, what: str, step: float = 0.002) -> T:
@@ -302,11 +364,69 @@ def line(figure: str, value: str, target: str, ok: bool | None) -> None:
     print(f"  {figure:<52} {value:>16}   target {target}{verdict}")
 
 
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+@dataclass(frozen=True)
+class Exporter:
+    """An exporter under test: its name, and whether it serves numa-exporter's /metrics
+    (its pass counter; KAI's passes on a ticker: one a poll interval)."""
+
+    name: str
+    go: bool = False
+
+
+NUMA_EXPORTER = Exporter("numa-exporter")
+GO_EXPORTER = Exporter("KAI numa-placement-exporter", go=True)
+
+#: figure key -> (label, unit format, target text, verdict on (ours, Go's) or None)
+Verdict = Callable[[float, float | None], bool] | None
+FIGURES: dict[str, tuple[str, str, str, Verdict]] = {
+    "first_s": ("start -> first pod annotated (wall)", "{:.3f} s", "<= 0.5 s",
+                lambda v, _: v <= 0.5),
+    "first_cpu_s": ("  process CPU until then", "{:.3f} s", "(an idle machine's wall)", None),
+    "all_s": ("start -> all 110 annotated (wall)", "{:.3f} s", "(reported)", None),
+    "start_cpu_s": ("  process CPU until then", "{:.3f} s", "(reported)", None),
+    "pass_ms": ("steady CPU per 1 s pass (/proc/<pid>/stat)", "{:.2f} ms",
+                "<= 1.0 ms and < Go's", lambda v, go: v <= 1.0 and (go is None or v < go)),
+    "pass_ns_ms": ("  the same from schedstat (ns resolution)", "{:.3f} ms",
+                   "<= 1.0 ms and < Go's", lambda v, go: v <= 1.0 and (go is None or v < go)),
+    "writes": ("API writes in steady state", "{:.0f}", "0", lambda v, _: v == 0),
+    "rss_mib": ("RSS in steady state", "{:.1f} MiB", "<= 64 MiB", lambda v, _: v <= 64),
+    "shuffled_ms": ("steady, pods in a new order every List (schedstat)", "{:.3f} ms",
+                    "<= 1.0 ms", lambda v, _: v <= 1.0),
+    "burst_cpu_s": ("burst: 110 new pods listed, Running, CPU to annotated", "{:.3f} s",
+                    "(reported)", None),
+    "lag_mean_s": ("pod annotatable -> annotated, mean", "{:.3f} s", "< 0.45 s",
+                   lambda v, _: v < 0.45),
+    "lag_max_s": ("  max", "{:.3f} s", "(reported)", None),
+    "churn_mib": ("RSS growth over churn, first to last sample", "{:+.1f} MiB",
+                  "no growth (< 1 MiB)", lambda v, _: v < 1.0),
+}  # fmt: skip
+
+
+def verdict(key: str, value: float, go: float | None) -> bool | None:
+    judge = FIGURES[key][3]
+    return None if judge is None else judge(value, go)
+
+
+def print_figure(key: str, value: float, go: float | None = None) -> None:
+    label, unit, target, _ = FIGURES[key]
+    line(label, unit.format(value), target, verdict(key, value, go))
+
+
 class Bench:
     def __init__(self, cp: ControlPlane, work: Path, args: argparse.Namespace) -> None:
         self.args = args
         self.kube = exporter_kube(cp)
         ensure_namespace(admin_client(cp), NAMESPACE)  # its ServiceAccount from the kcm
+        # the node, Ready and its kubelet's Lease renewed: otherwise the controller-manager's
+        # pod GC deletes the pods bound to a node that does not exist, and its node
+        # lifecycle controller marks them not ready once the node's heartbeat is missing
+        # (pod writes that are no exporter's)
+        create_fake_node(admin_client(cp), NODE)
+        threading.Thread(target=renew_node_lease, args=(exporter_kube(cp),), daemon=True).start()
         self.node = Node()
         self.sysfs = work / "sys"
         write_fixture(
@@ -321,7 +441,9 @@ class Bench:
         self.proc: subprocess.Popen[bytes] | None = None
         self.by_thread: dict[str, float] = {}
         self.script, self.env = self._image_like_install(work)
-        self.kubeconfig = self._in_cluster_like_kubeconfig(work)
+        self.secrets = self._service_account(work)
+        self.kubeconfig = self._kubeconfig(work)
+        self.in_cluster = not args.kubeconfig_credentials and can_fake_in_cluster()
 
     @property
     def pid(self) -> int:
@@ -352,13 +474,6 @@ class Bench:
         for name in names:
             delete_pod(self.kube, name)
 
-    def command(self) -> list[str]:
-        """The console script as the image has it (``--exporter``: another install's,
-        e.g. the virtualenv's ``numa-exporter``)."""
-        if self.args.exporter:
-            return [self.args.exporter]
-        return [str(self.script)]
-
     def _image_like_install(self, work: Path) -> tuple[Path, dict[str, str]]:
         """The console script and environment of the image (kind/image.sh, Dockerfile):
         the script pip writes, its interpreter line ``#!<python> -S``, the modules on
@@ -377,198 +492,172 @@ class Bench:
             PYTHONDONTWRITEBYTECODE="1",
             PYTHONUNBUFFERED="1",
         )
+        env.pop("KUBECONFIG", None)  # both exporters would take it over in-cluster
         return script, env
 
-    def _in_cluster_like_kubeconfig(self, work: Path) -> Path:
-        """What in-cluster credentials are (a token file, re-read every minute, and a CA
-        file), named by a kubeconfig."""
-        token = work / "token"
-        token.write_text(self.cp.admin_token)
+    def _service_account(self, work: Path) -> Path:
+        """A ServiceAccount's token and CA, as the kubelet mounts them into a pod."""
+        secrets = work / "serviceaccount"
+        secrets.mkdir()
+        (secrets / "token").write_text(self.cp.admin_token)
+        shutil.copy(self.cp.ca_file, secrets / "ca.crt")
+        return secrets
+
+    def _kubeconfig(self, work: Path) -> Path:
+        """The same credentials named by a kubeconfig (the token file is read again every
+        minute, as in-cluster)."""
         doc = {
             "apiVersion": "v1", "kind": "Config", "current-context": "bench",
             "contexts": [{"name": "bench", "context": {"cluster": "bench", "user": "bench"}}],
             "clusters": [{"name": "bench", "cluster": {
-                "server": self.cp.server, "certificate-authority": str(self.cp.ca_file)}}],
-            "users": [{"name": "bench", "user": {"tokenFile": str(token)}}],
+                "server": self.cp.server, "certificate-authority": str(self.secrets / "ca.crt")}}],
+            "users": [{"name": "bench", "user": {"tokenFile": str(self.secrets / "token")}}],
         }  # fmt: skip
         path = work / "kubeconfig.json"
         path.write_text(json.dumps(doc))
         return path
 
-    def imports_cpu_s(self) -> float:
-        """CPU of ``numa-exporter run --help``: the interpreter and every import of the
-        daemon, nothing else (the least of five)."""
-        best = float("inf")
-        for _ in range(5):
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            subprocess.run(
-                [*self.command(), "run", "--help"], check=True, capture_output=True, env=self.env
-            )
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            spent = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-            best = min(best, spent)
-        return best
+    def command(self, exporter: Exporter, *, in_cluster: bool) -> list[str]:
+        """The exporter's command line (``--exporter``: another install's numa-exporter)."""
+        where = ["--node-name", NODE, "--podresources-socket", str(self.fake.socket_path),
+                 "--sysfs-root", str(self.sysfs)]  # fmt: skip
+        credentials = [] if in_cluster else ["--kubeconfig", str(self.kubeconfig)]
+        if exporter.go:
+            return [self.args.npe_bin, *where, "--poll-interval", "1s", *credentials]
+        return [self.args.exporter or str(self.script), "run", *where, "--poll-interval", "1",
+                "--metrics-bind-address", f"127.0.0.1:{self.port}", *credentials]  # fmt: skip
 
-    def start_exporter(self) -> float:
+    def launch(self, exporter: Exporter, *, in_cluster: bool | None = None) -> float:
+        """Start the exporter; its start time (monotonic)."""
+        in_cluster = self.in_cluster if in_cluster is None else in_cluster
         # byte-compiled, as pip leaves an installed package (the image); a checkout run
         # with PYTHONDONTWRITEBYTECODE would compile every module at every start
         subprocess.run(
             [sys.executable, "-m", "compileall", "-q", str(REPO / "exporter")], check=True
         )
-        command = self.command()
+        command = self.command(exporter, in_cluster=in_cluster)
+        env = dict(self.env)
+        if in_cluster:
+            host, _, port = self.cp.server.removeprefix("https://").rpartition(":")
+            env.update(KUBERNETES_SERVICE_HOST=host, KUBERNETES_SERVICE_PORT=port)
+            command = [*IN_CLUSTER_WRAPPER, str(self.secrets), *command]
         started = time.monotonic()
-        self.proc = subprocess.Popen(
-            [*command, "run", "--node-name", NODE,
-             "--podresources-socket", str(self.fake.socket_path),
-             "--sysfs-root", str(self.sysfs), "--kubeconfig", str(self.kubeconfig),
-             "--poll-interval", "1", "--metrics-bind-address", f"127.0.0.1:{self.port}"],
-            stderr=subprocess.DEVNULL, env=self.env,
-        )  # fmt: skip
+        self.proc = subprocess.Popen(command, stderr=subprocess.DEVNULL, env=env)
         return started
 
-    def start(self, names: list[str]) -> tuple[float, float, float, float]:
+    def start(self, exporter: Exporter, names: list[str]) -> dict[str, float]:
         """Start the exporter on ``names`` (none annotated yet): seconds from the process
-        start to the first and the last annotation seen, and its CPU until the last (from
-        /proc/<pid>/stat, and from schedstat: ns resolution, live threads only)."""
-        started = self.start_exporter()
+        start to the first and the last annotation seen, its CPU until each (schedstat:
+        ns resolution, live threads; read the moment the watch sees the first)."""
+        first_cpu: list[float] = []
+        self.watcher.expect_first(lambda: first_cpu.append(proc_cpu_ns(self.pid) / 1e9))
+        started = self.launch(exporter)
         times = wait(lambda: self.watcher.times(names), 60, "every pod annotated")
-        start_cpu, precise = proc_cpu_s(self.pid), proc_cpu_ns(self.pid) / 1e9
-        return min(times) - started, max(times) - started, start_cpu, precise
+        return {
+            "first_s": min(times) - started,
+            "first_cpu_s": first_cpu[0] if first_cpu else float("nan"),
+            "all_s": max(times) - started,
+            "start_cpu_s": proc_cpu_ns(self.pid) / 1e9,
+        }
 
-    def startup_only(self, rounds: int) -> None:
-        """``rounds`` fresh processes, each on 110 new pods: the start-up figures'
-        distribution."""
-        print(
-            f"node: {CPUS} CPUs, {ZONES} NUMA zones, {GPUS} GPUs; {PODS} Guaranteed pods; "
-            f"{rounds} starts of numa-exporter run, each on {PODS} new pods; "
-            f"{' '.join(self.command())} (interpreter {image_python()})"
-        )
-        firsts, lasts, cpus, precises = [], [], [], []
-        for round_ in range(rounds):
-            names = self.new_pods(PODS, running=True)
-            time.sleep(1)  # the API server settles after 220 writes
-            load = os.getloadavg()[0]
-            first, last, cpu, precise = self.start(names)
-            print(f"    start {round_ + 1:2d}: first {first:.3f} s, all {last:.3f} s, "
-                  f"CPU {cpu:.3f} s (schedstat {precise:.3f} s)  (load {load:.1f})")  # fmt: skip
-            firsts.append(first)
-            lasts.append(last)
-            cpus.append(cpu)
-            precises.append(precise)
-            self.close_exporter()
-            self.remove_pods(names)
-        print_load()
+    def passes(self, exporter: Exporter) -> Callable[[], float]:
+        """A counter of passes from now: numa-exporter's own, KAI's one per second."""
+        if exporter.go:
+            t0 = time.monotonic()
+            return lambda: time.monotonic() - t0
+        m0 = scrape(self.port)[PASSES]
+        return lambda: scrape(self.port)[PASSES] - m0
 
-        def spread(xs: list[float]) -> str:
-            return f"{min(xs):.3f}/{statistics.median(xs):.3f}/{max(xs):.3f} s"
-
-        print(f"start (min/median/max of {rounds}):")
-        line("first pod annotated", spread(firsts), "<= 0.5 s (median)",
-             statistics.median(firsts) <= 0.5)  # fmt: skip
-        line("all 110 pods annotated", spread(lasts), "(reported)", None)
-        line("process CPU until all 110 annotated", spread(cpus), "(reported)", None)
-        line("  the same from schedstat (ns resolution)", spread(precises), "(reported)", None)
-        line("  of which interpreter + imports (run --help)", f"{self.imports_cpu_s():.3f} s",
-             "(reported)", None)  # fmt: skip
-
-    def seen(self, name: str) -> Callable[[], list[float] | None]:
-        def condition() -> list[float] | None:
-            return self.watcher.times([name])
-
-        return condition
-
-    def steady(self, seconds: float) -> tuple[float, float, float, float]:
-        """(ms CPU per pass from /proc/<pid>/stat, the same from schedstat, applied
-        writes, RSS MiB) over ``seconds``; ``self.by_thread``: ms per pass by thread name."""
-        m0, cpu0, ns0 = scrape(self.port), proc_cpu_s(self.pid), proc_cpu_ns(self.pid)
-        threads0 = threads_cpu_ns(self.pid)
+    def steady(self, exporter: Exporter, seconds: float) -> tuple[float, float, float, float]:
+        """(ms CPU per pass from /proc/<pid>/stat, the same from schedstat, pod writes,
+        RSS MiB) over ``seconds``; ``self.by_thread``: ms per pass by thread name."""
+        counter = self.passes(exporter)
+        cpu0, ns0, threads0 = proc_cpu_s(self.pid), proc_cpu_ns(self.pid), threads_cpu_ns(self.pid)
+        with self.watcher.lock:
+            events0 = self.watcher.events
         time.sleep(seconds)
-        threads1 = threads_cpu_ns(self.pid)
-        ns1, cpu1, m1 = proc_cpu_ns(self.pid), proc_cpu_s(self.pid), scrape(self.port)
-        passes = max(m1[PASSES] - m0[PASSES], 1)
+        threads1, ns1, cpu1 = threads_cpu_ns(self.pid), proc_cpu_ns(self.pid), proc_cpu_s(self.pid)
+        passes = max(counter(), 1.0)
+        with self.watcher.lock:
+            writes = self.watcher.events - events0
         self.by_thread = {
             name: (ns - threads0.get(name, 0)) / passes / 1e6 for name, ns in threads1.items()
         }
         return (
             (cpu1 - cpu0) / passes * 1e3,
             (ns1 - ns0) / passes / 1e6,
-            m1[APPLIED] - m0[APPLIED],
+            writes,
             proc_rss_mib(self.pid),
         )
 
-    def run(self) -> None:
+    def measure(self, exporter: Exporter) -> dict[str, float]:
+        """Every figure of one exporter, printed as it is taken; the exporter is stopped
+        and its pods removed at the end."""
         args = self.args
-        print(
-            f"node: {CPUS} CPUs, {ZONES} NUMA zones, {GPUS} GPUs; {PODS} Guaranteed pods "
-            "holding exclusive resources; numa-exporter run, --poll-interval 1"
-        )
+        credentials = "in-cluster" if self.in_cluster else "a kubeconfig"
+        print(f"{exporter.name} ({' '.join(self.command(exporter, in_cluster=self.in_cluster)[:1])}"
+              f"; credentials: {credentials}):")  # fmt: skip
         names = self.new_pods(PODS, running=True)
-        print_load()
+        time.sleep(1)  # the API server settles after 220 writes
+        out: dict[str, float] = {"load_start": load()}
+        out |= self.start(exporter, names)
+        for key in ("first_s", "first_cpu_s", "all_s", "start_cpu_s"):
+            print_figure(key, out[key])
+        print(f"    (load {out['load_start']:.1f})")
 
-        # -- start ----------------------------------------------------------------------
-        first, last, start_cpu, precise = self.start(names)
-        print("start (process started -> annotations seen through a watch):")
-        line("first pod annotated", f"{first:.3f} s", "<= 0.5 s", first <= 0.5)
-        line("all 110 pods annotated", f"{last:.3f} s", "(reported)", None)
-        line("process CPU until all 110 annotated", f"{start_cpu:.3f} s", "(reported)", None)
-        line("  the same from schedstat (ns resolution)", f"{precise:.3f} s", "(reported)", None)
-        line("  of which interpreter + imports (run --help)", f"{self.imports_cpu_s():.3f} s",
-             "(reported)", None)  # fmt: skip
-
-        # -- steady state ---------------------------------------------------------------
         time.sleep(3)
-        per_pass, precise, writes, rss = self.steady(args.steady_seconds)
-        print(f"steady state over {args.steady_seconds:.0f} s (110 pods, nothing changes):")
-        line("process CPU per 1 s pass (/proc/<pid>/stat)", f"{per_pass:.2f} ms", "<= 1.0 ms",
-             per_pass <= 1.0)  # fmt: skip
-        line("  the same from schedstat (ns resolution)", f"{precise:.3f} ms", "<= 1.0 ms",
-             precise <= 1.0)  # fmt: skip
+        out["load_steady"] = load()
+        out["pass_ms"], out["pass_ns_ms"], out["writes"], out["rss_mib"] = self.steady(
+            exporter, args.steady_seconds
+        )
+        for key in ("pass_ms", "pass_ns_ms", "writes", "rss_mib"):
+            print_figure(key, out[key])
         shares = ", ".join(
             f"{name} {ms:.3f} ms"
             for name, ms in sorted(self.by_thread.items(), key=lambda x: -x[1])
+            if ms >= 0.0005
         )
         print(f"    by thread (schedstat; Python's threads carry the process's name): {shares}")
-        line("API writes", f"{writes:.0f}", "0", writes == 0)
-        line("RSS", f"{rss:.1f} MiB", "<= 64 MiB", rss <= 64)
+        print(f"    (load {out['load_steady']:.1f}, {args.steady_seconds:.0f} s)")
         self.fake.shuffle = True
-        _, precise, writes, _ = self.steady(min(args.steady_seconds, 30))
+        _, out["shuffled_ms"], _, _ = self.steady(exporter, min(args.steady_seconds, 30))
         self.fake.shuffle = False
-        line("same, pods in a new order every List (schedstat)", f"{precise:.3f} ms",
-             "<= 1.0 ms", precise <= 1.0)  # fmt: skip
+        print_figure("shuffled_ms", out["shuffled_ms"])
 
-        # -- a burst of 110 new pods ----------------------------------------------------
+        # a burst of 110 new pods (KAI's exporter annotates a pod once the kubelet lists
+        # it, numa-exporter once it runs: the CPU is counted from before they are listed,
+        # the 3 s between included)
         self.remove_pods(names)
+        cpu0 = proc_cpu_ns(self.pid)
         names = self.new_pods(PODS, running=False)
         time.sleep(3)
-        cpu0 = proc_cpu_s(self.pid)
         for name in names:
             set_running(self.kube, name)
         wait(lambda: self.watcher.times(names), 60, "the burst annotated")
-        burst_cpu = proc_cpu_s(self.pid) - cpu0
-        print("burst (110 new pods turn Running):")
-        line("process CPU until all 110 annotated", f"{burst_cpu:.3f} s", "<= 0.15 s",
-             round(burst_cpu, 3) <= 0.15)  # fmt: skip
+        out["burst_cpu_s"] = (proc_cpu_ns(self.pid) - cpu0) / 1e9
+        print_figure("burst_cpu_s", out["burst_cpu_s"])
 
-        # -- admitted -> annotated ------------------------------------------------------
+        # admitted -> annotated: from the moment the exporter's rule allows it (KAI's: the
+        # kubelet lists the pod; numa-exporter's: listed, then Running)
         lags = []
         for _ in range(args.latency_pods):
             (name,) = self.new_pods(1, running=False)
-            time.sleep(1.2)  # the kubelet lists it, a pass has seen it
             t0 = time.monotonic()
-            set_running(self.kube, name)
+            if not exporter.go:
+                time.sleep(1.2)  # the kubelet lists it, a pass has seen it
+                t0 = time.monotonic()
+                set_running(self.kube, name)
             (t1,) = wait(self.seen(name), 30, f"{name} annotated")
             lags.append(t1 - t0)
+            if exporter.go:
+                set_running(self.kube, name)
             self.remove_pods([name])
-        mean_lag, max_lag = statistics.mean(lags), max(lags)
-        print(f"pod admitted -> annotated ({len(lags)} pods: listed by the kubelet, then Running):")
-        line("mean", f"{mean_lag:.3f} s", "< 0.45 s (Go exporter)", mean_lag < 0.45)
-        line("max", f"{max_lag:.3f} s", "(reported)", None)
+        if lags:
+            out["lag_mean_s"], out["lag_max_s"] = statistics.mean(lags), max(lags)
+            print_figure("lag_mean_s", out["lag_mean_s"])
+            print_figure("lag_max_s", out["lag_max_s"])
 
-        # -- churn ------------------------------------------------------------------------
-        print(
-            f"churn for {args.churn_seconds:.0f} s: 10 pods replaced per second "
-            "(RSS of the exporter process):"
-        )
+        # churn
         samples: list[float] = []
         end = time.monotonic() + args.churn_seconds
         next_sample = time.monotonic() + args.churn_interval
@@ -578,20 +667,116 @@ class Bench:
             names = names[10:] + self.new_pods(10, running=True)
             if time.monotonic() >= next_sample:
                 samples.append(proc_rss_mib(self.pid))
-                print(f"    t={args.churn_seconds - (end - time.monotonic()):6.0f} s  "
-                      f"RSS {samples[-1]:.1f} MiB")  # fmt: skip
                 next_sample += args.churn_interval
             time.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
         if len(samples) >= 2:
-            growth = samples[-1] - samples[0]
-            line("RSS growth, first to last sample", f"{growth:+.1f} MiB", "no growth (< 1 MiB)",
-                 growth < 1.0)  # fmt: skip
-        time.sleep(3)
-        m = scrape(self.port)
-        bad = sum(v for k, v in m.items() if "patches_total" in k and ("failed" in k or "rej" in k))
-        line("failed or refused patches over the whole run", f"{bad:.0f}", "0", bad == 0)
+            out["churn_mib"] = samples[-1] - samples[0]
+            print_figure("churn_mib", out["churn_mib"])
+            print("    RSS every " f"{args.churn_interval:.0f} s of {args.churn_seconds:.0f} s: "
+                  + ", ".join(f"{x:.1f}" for x in samples) + " MiB")  # fmt: skip
+        if not exporter.go:
+            time.sleep(3)
+            m = scrape(self.port)
+            bad = sum(
+                v for k, v in m.items() if "patches_total" in k and ("fail" in k or "rej" in k)
+            )
+            line("failed or refused patches over the whole run", f"{bad:.0f}", "0", bad == 0)
+        self.close_exporter()
+        self.remove_pods(names)
+        time.sleep(2)
+        return out
 
+    def seen(self, name: str) -> Callable[[], list[float] | None]:
+        def condition() -> list[float] | None:
+            return self.watcher.times([name])
+
+        return condition
+
+    def kubeconfig_rss(self) -> float:
+        """numa-exporter's RSS with a kubeconfig file instead of in-cluster credentials
+        (the library's kubeconfig loader imports requests and oauthlib), 5 s after its
+        first pods are annotated."""
+        names = self.new_pods(PODS, running=True)
+        self.launch(NUMA_EXPORTER, in_cluster=False)
+        wait(lambda: self.watcher.times(names), 60, "every pod annotated")
+        time.sleep(5)
+        rss = proc_rss_mib(self.pid)
+        self.close_exporter()
+        self.remove_pods(names)
+        return rss
+
+    def exporters(self) -> list[Exporter]:
+        return [NUMA_EXPORTER, GO_EXPORTER] if self.args.npe_bin else [NUMA_EXPORTER]
+
+    def run(self) -> None:
+        print(
+            f"node: {CPUS} CPUs, {ZONES} NUMA zones, {GPUS} GPUs; {PODS} Guaranteed pods "
+            "holding exclusive resources; poll interval 1 s"
+        )
+        print_load()
+        figures = {exporter.name: self.measure(exporter) for exporter in self.exporters()}
+        if self.in_cluster:
+            rss = self.kubeconfig_rss()
+            line("numa-exporter RSS with a kubeconfig instead", f"{rss:.1f} MiB", "(reported)",
+                 None)  # fmt: skip
+        print_load()
+        if self.args.npe_bin:
+            print_side_by_side(figures[NUMA_EXPORTER.name], figures[GO_EXPORTER.name])
         print_dependencies(self.env)
+
+    def startup_only(self, rounds: int) -> None:
+        """``rounds`` fresh processes of each exporter, taken in turns, each on 110 new
+        pods: the start-up figures' distribution."""
+        print(
+            f"node: {CPUS} CPUs, {ZONES} NUMA zones, {GPUS} GPUs; {PODS} Guaranteed pods; "
+            f"{rounds} starts of each exporter in turns, each on {PODS} new pods "
+            f"(numa-exporter's interpreter {image_python()}; credentials: "
+            f"{'in-cluster' if self.in_cluster else 'a kubeconfig'})"
+        )
+        taken: dict[str, list[dict[str, float]]] = {e.name: [] for e in self.exporters()}
+        for round_ in range(rounds):
+            for exporter in self.exporters():
+                names = self.new_pods(PODS, running=True)
+                time.sleep(1)  # the API server settles after 220 writes
+                before = load()
+                figures = self.start(exporter, names)
+                figures["load"] = before
+                taken[exporter.name].append(figures)
+                print(f"    {exporter.name:<28} start {round_ + 1:2d}: "
+                      f"first {figures['first_s']:.3f} s (CPU {figures['first_cpu_s']:.3f} s), "
+                      f"all {figures['all_s']:.3f} s (CPU {figures['start_cpu_s']:.3f} s)"
+                      f"  (load {before:.1f})")  # fmt: skip
+                self.close_exporter()
+                self.remove_pods(names)
+        print_load()
+
+        def spread(xs: list[float]) -> str:
+            return f"{min(xs):.3f}/{statistics.median(xs):.3f}/{max(xs):.3f} s"
+
+        for name, runs in taken.items():
+            print(f"{name}, start (min/median/max of {rounds}):")
+            for key in ("first_s", "first_cpu_s", "all_s", "start_cpu_s"):
+                xs = [r[key] for r in runs]
+                label, _, target, _ = FIGURES[key]
+                line(label, spread(xs), target + " (median)" if key == "first_s" else target,
+                     verdict(key, statistics.median(xs), None))  # fmt: skip
+        line("numa-exporter: interpreter + imports (run --help)", f"{self.imports_cpu_s():.3f} s",
+             "(reported)", None)  # fmt: skip
+
+    def imports_cpu_s(self) -> float:
+        """CPU of ``numa-exporter run --help``: the interpreter and the command line's
+        imports, nothing else (the least of five)."""
+        best = float("inf")
+        for _ in range(5):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run(
+                [self.args.exporter or str(self.script), "run", "--help"],
+                check=True, capture_output=True, env=self.env,
+            )  # fmt: skip
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            spent = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+            best = min(best, spent)
+        return best
 
     def close_exporter(self) -> None:
         if self.proc is not None:
@@ -602,6 +787,51 @@ class Bench:
     def close(self) -> None:
         self.close_exporter()
         self.fake.stop()
+
+
+def print_side_by_side(ours: dict[str, float], go: dict[str, float]) -> None:
+    """Every figure of both exporters, with its target and whether numa-exporter meets it."""
+    print("side by side (same node scenario, same control plane, taken one after the other):")
+    print(f"  {'figure':<52} {'numa-exporter':>14} {'KAI (Go)':>12}   target")
+    for key, (label, unit, target, _) in FIGURES.items():
+        if key not in ours:
+            continue
+        theirs = go.get(key)
+        ok = verdict(key, ours[key], theirs)
+        mark = "" if ok is None else ("  OK" if ok else "  MISSED")
+        shown = unit.format(theirs) if theirs is not None else "-"
+        print(f"  {label:<52} {unit.format(ours[key]):>14} {shown:>12}   {target}{mark}")
+    print(f"  {'load average at start / in steady state':<52} "
+          f"{ours['load_start']:>6.1f} /{ours['load_steady']:>5.1f} "
+          f"{go['load_start']:>5.1f} /{go['load_steady']:>4.1f}")  # fmt: skip
+
+
+#: Runs a command in-cluster as a DaemonSet pod sees it: in a private mount namespace, a
+#: tmpfs over /var/run holding the ServiceAccount's token and CA (copied from argv[1]) where
+#: the kubelet mounts them; then it becomes the command (same process).
+IN_CLUSTER_WRAPPER = [
+    "unshare", "--mount", "--propagation", "private", "sh", "-ec",
+    'mount -t tmpfs -o size=1m,mode=0755 tmpfs /var/run\n'
+    'dir=/var/run/secrets/kubernetes.io/serviceaccount\n'
+    'mkdir -p "$dir"\n'
+    'cp "$1/token" "$1/ca.crt" "$dir/"\n'
+    'shift\n'
+    'exec "$@"',
+    "in-cluster",
+]  # fmt: skip
+
+
+@functools.cache
+def can_fake_in_cluster() -> bool:
+    """Whether IN_CLUSTER_WRAPPER works here (root, unshare, mounts allowed)."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return False
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in ("token", "ca.crt"):
+            Path(tmp, name).write_text("x")
+        probe = [*IN_CLUSTER_WRAPPER, tmp, "test", "-s",
+                 "/var/run/secrets/kubernetes.io/serviceaccount/token"]  # fmt: skip
+        return subprocess.run(probe, check=False, capture_output=True).returncode == 0
 
 
 @functools.cache
@@ -631,15 +861,16 @@ def installed_mib(distribution: str) -> float:
 
 
 def import_cost(
-    module: str, env: dict[str, str], after: list[str] | None = None
+    modules: tuple[str, ...], env: dict[str, str], after: list[str] | None = None
 ) -> tuple[float, float]:
-    """(CPU seconds, resident MiB) that importing ``module`` adds to a fresh interpreter
-    started as the exporter is (``-S``, modules byte-compiled, on ``PYTHONPATH``), once
-    the modules ``after`` are imported; the least of five."""
+    """(CPU seconds, resident MiB) that importing ``modules`` adds to a fresh interpreter
+    started as the exporter is (``-S``, modules byte-compiled, on ``PYTHONPATH``, the
+    kubernetes library's parts only: ``exporter.kubeparts``), once the modules ``after``
+    are imported; the least of five."""
     runs = []
     for _ in range(5):
         out = subprocess.run(
-            [image_python(), "-S", "-c", IMPORT_PROBE, module, *(after or [])],
+            [image_python(), "-S", "-c", IMPORT_PROBE, ",".join(modules), *(after or [])],
             check=True, capture_output=True, text=True, env=env,
         )  # fmt: skip
         cpu, rss_kib = out.stdout.split()
@@ -659,17 +890,19 @@ def print_dependencies(env: dict[str, str]) -> None:
     ).stdout.split()  # fmt: skip
     print("footprint of the runtime dependencies (imports in fresh interpreters, least of 5):")
     print(f"  {'':<44} {'import alone':>18} {'after the stdlib':>18} {'installed':>10}")
-    for distribution, module in DEPENDENCIES:
-        alone = import_cost(module, env)
-        after = import_cost(module, env, stdlib)
+    for distribution, modules, name in DEPENDENCIES:
+        alone = import_cost(modules, env)
+        after = import_cost(modules, env, stdlib)
         size = installed_mib(distribution)
-        name = f"{distribution} ({module})"
         print(f"  {name:<44}"
               f" {alone[0] * 1e3:>4.0f} ms {alone[1]:>5.1f} MiB"
               f" {after[0] * 1e3:>6.0f} ms {after[1]:>5.1f} MiB {size:>6.1f} MiB")  # fmt: skip
-    cpu_s, rss_mib = import_cost("exporter.daemon", env)
-    name = "the whole daemon (exporter.daemon)"
-    print(f"  {name:<44} {cpu_s * 1e3:>4.0f} ms {rss_mib:>5.1f} MiB")
+    for modules, name in (
+        (("exporter.daemon",), "the whole daemon (exporter.daemon, in-cluster)"),
+        (("exporter.daemon", "kubernetes.config.kube_config"), "  the same with a kubeconfig"),
+    ):
+        cpu_s, rss_mib = import_cost(modules, env)
+        print(f"  {name:<44} {cpu_s * 1e3:>4.0f} ms {rss_mib:>5.1f} MiB")
 
 
 def print_load() -> None:
@@ -687,11 +920,18 @@ def main() -> None:
     parser.add_argument("--churn-interval", type=float, default=10.0, help="RSS sample period")
     parser.add_argument("--latency-pods", type=int, default=10, help="pods timed one by one")
     parser.add_argument("--exporter", default="", help="numa-exporter script of another install")
+    parser.add_argument("--npe-bin", default=os.environ.get("NPE_BIN", ""),
+                        help="KAI's numa-placement-exporter binary (env NPE_BIN): measured "
+                        "beside numa-exporter")  # fmt: skip
+    parser.add_argument("--kubeconfig-credentials", action="store_true",
+                        help="a kubeconfig file instead of in-cluster credentials")  # fmt: skip
     parser.add_argument("--startup-only", type=int, default=0, metavar="N",
                         help="only the start-up figures, over N fresh processes")  # fmt: skip
     parser.add_argument("--dependencies-only", action="store_true",
                         help="only the footprint of each runtime dependency")  # fmt: skip
     args = parser.parse_args()
+    if args.npe_bin and not os.access(args.npe_bin, os.X_OK):
+        parser.error(f"--npe-bin/NPE_BIN {args.npe_bin!r} is not an executable file")
     if args.dependencies_only:
         print_dependencies(
             dict(os.environ, PYTHONPATH=f"{REPO}:{sysconfig.get_paths()['purelib']}")

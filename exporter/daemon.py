@@ -31,7 +31,8 @@ from exporter.kubeclient import KubeClient
 from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher
 from exporter.pod_cache import PodCache
-from exporter.podresources_client import DEFAULT_TIMEOUT_S, PodResourcesClient
+from exporter.podresources_client import PodResourcesClient
+from exporter.podresources_settings import DEFAULT_TIMEOUT_S
 from exporter.reconciler import Reconciler
 from exporter.slice_cache import SliceCache
 from exporter.sysfs import read_cpu_numa_map, read_pci_numa_node

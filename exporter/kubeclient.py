@@ -1,11 +1,11 @@
 """The project's one Kubernetes API client: JSON dicts on API paths, over the official
-``kubernetes`` library's ``ApiClient`` (its REST layer: urllib3 connection pools, TLS,
-timeouts).
+``kubernetes`` library's REST layer (``kubernetes.client.rest.RESTClientObject``, what its
+``ApiClient.call_api`` sends every call through: urllib3 connection pools, TLS, timeouts).
 
 Every component that talks to the API server (numa-exporter, the fake-node controller,
 the NUMA scheduler loop, NRT publishing, the harness) uses this module's
-:class:`KubeClient`. It sends raw API paths with the headers it chooses through
-``ApiClient.call_api`` and decodes the answers itself, so objects stay plain dicts (the
+:class:`KubeClient`. It sends raw API paths with the headers it chooses through the
+REST layer and decodes the answers itself, so objects stay plain dicts (the
 library's generated models cost ~8x the CPU per watch event) and a patch can ask for the
 object's metadata only (:data:`METADATA_JSON`). Configuration comes from
 ``exporter.kubesettings`` (kubeconfig or in-cluster, bounded), the bearer token from
@@ -28,8 +28,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import urllib3
-from kubernetes.client import ApiClient, Configuration
+from kubernetes.client.configuration import Configuration
 from kubernetes.client.exceptions import ApiException
+from kubernetes.client.rest import RESTClientObject
 
 from exporter import __version__
 from exporter.kubeerrors import ApiError, Transient, error_for_status
@@ -153,13 +154,14 @@ class KubeClient:
         self._token = BearerToken(config, clock=clock, wall_clock=wall_clock)
         if config.insecure_skip_tls_verify:  # chosen in the kubeconfig: not a warning per call
             urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
-        #: the library's client (its typed APIs work on it too)
-        self.api_client = ApiClient(_configuration(config, pool_size))
+        # the REST layer alone: the library's ApiClient adds model (de)serialization only,
+        # and its import brings pydantic and every model package (docs/exporter.md)
+        self._rest = RESTClientObject(_configuration(config, pool_size))
         self._server = config.server.rstrip("/")
 
     def close(self) -> None:
         """Close the pooled connections."""
-        self.api_client.close()
+        self._rest.close()
 
     def check_credentials(self) -> None:
         """Get the bearer token now (read its file, run the exec plugin): a command
@@ -195,8 +197,8 @@ class KubeClient:
             headers["Content-Type"] = content_type
         timeout = (self.connect_timeout_s, read_timeout_s or self.read_timeout_s)
         try:
-            raw = self.api_client.call_api(
-                method, url, header_params=headers, body=body, _request_timeout=timeout
+            raw = self._rest.request(
+                method, url, headers=headers, body=body, _request_timeout=timeout
             ).response
         except (urllib3.exceptions.HTTPError, ApiException, OSError) as exc:
             detail = exc.reason if isinstance(exc, ApiException) else exc

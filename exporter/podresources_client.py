@@ -1,6 +1,9 @@
 """Client of the kubelet podresources API (v1) over its unix socket: grpcio and the
 committed generated stubs (``protos/podresources/v1``); the answers become the frozen
-values of ``exporter.resources`` in ``exporter.podresources_proto``.
+values of ``exporter.resources`` in ``exporter.podresources_proto``. The socket, the
+deadline, the receive limit and the channel's arguments are
+``exporter.podresources_settings``' (which also sets gRPC's core up for one small call a
+second, before grpc is imported: ``configure_grpc_core``).
 
 Every call carries a deadline (default 10 s) and answers are accepted up to 16 MiB (the
 kubelet's own clients use the same limit; gRPC's default, 4 MiB, is a few hundred pods).
@@ -31,12 +34,14 @@ from exporter.podresources_proto import (
     decode_list,
     pod_resources,
 )
+from exporter.podresources_settings import (
+    CHANNEL_OPTIONS,
+    DEFAULT_SOCKET,
+    DEFAULT_TIMEOUT_S,
+    MAX_RECEIVE_BYTES,
+)
 from exporter.resources import AllocatableResources, PodResources
 from protos.podresources.v1 import api_pb2, api_pb2_grpc
-
-DEFAULT_SOCKET = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
-DEFAULT_TIMEOUT_S = 10.0
-MAX_RECEIVE_BYTES = 16 * 1024 * 1024
 
 LIST, GET_ALLOCATABLE, GET = "List", "GetAllocatableResources", "Get"
 _SERVICE = api_pb2.DESCRIPTOR.services_by_name["PodResourcesLister"]
@@ -145,6 +150,7 @@ class _Channel:
                 # a new channel starts afresh: no connection (or its backoff) shared with
                 # the channel it replaces through grpc's global subchannel pool
                 ("grpc.use_local_subchannel_pool", 1),
+                *CHANNEL_OPTIONS,
             ],
         )
         stub = api_pb2_grpc.PodResourcesListerStub(self.channel)

@@ -55,7 +55,8 @@ class Claim(enum.StrEnum):
     the others are recorded as findings (docs/schedulers/README.md)."""
 
     #: Without NRT lag, every pod it binds is admitted (no TopologyAffinityError) and
-    #: every pod some zone can hold runs where the scenario says (scenarios a, b, c, e).
+    #: every pod some zone can hold runs where the scenario says (scenarios a, b, c, e, g),
+    #: and with DRA devices on the NUMA nodes of its CPUs and memory (i, j, k).
     ALIGNED = "aligned"
     #: Under NRT lag (scenario d) it sends no pod the kubelet rejects, and every pod runs.
     LAG_SAFE = "lag-safe"
@@ -178,6 +179,11 @@ class Adapter:
     controller_args: tuple[str, ...] = ()
     #: Whether it writes ``kai.scheduler/numa-placement-predicted`` on the pods it binds.
     predicts_placement: bool = False
+    #: Whether it allocates ResourceClaims (Dynamic Resource Allocation: structured
+    #: parameters, ``matchAttribute`` constraints) and reserves them for the pods it binds,
+    #: as kube-scheduler's DynamicResources plugin does. The DRA scenarios (i, j, k) run
+    #: only for such a scheduler; for the others they are not applicable.
+    allocates_claims: bool = False
     #: How it reports a pod it cannot place.
     unschedulable: Unschedulable = field(default_factory=Unschedulable)
     #: The properties the scenarios assert for it; the others are findings.

@@ -1,6 +1,7 @@
 """The stock kube-scheduler at the control plane's pinned version: NUMA-blind, the
 baseline every cluster starts from. Its binary is the control plane's own build
-(tests/controlplane/build.sh); its default plugins, one profile named for the deployment."""
+(tests/controlplane/build.sh); its default plugins, one profile named for the deployment.
+Its DynamicResources plugin allocates ResourceClaims: the DRA scenarios run for it."""
 
 from __future__ import annotations
 
@@ -39,6 +40,8 @@ KUBE_SCHEDULER = Adapter(
     ),
     files={"config.yaml": _CONFIG},
     build=CONTROL_PLANE,
+    # Its default plugins include DynamicResources (DRA is GA since v1.34).
+    allocates_claims=True,
     here=Path(__file__).parent,
 )
 ADAPTERS = (KUBE_SCHEDULER,)

@@ -13,6 +13,10 @@ blocks the test cannot run:
 * ``sh setup`` - creates the environment this test already runs in (``make demo``,
   ``make test``).
 
+and one word that changes where a block runs: ``sh dev`` - a tool of the test suite
+(e.g. ``python -m tests.scorecard``), which needs the test tools: it runs in the
+virtualenv ``make test`` builds, the one running this test.
+
 Blocks without a language (synopses, sample output) are not run; their lines that start
 with ``fakenrt`` or ``numa-exporter`` are checked against the commands' options.
 """
@@ -35,6 +39,8 @@ from tests.installs import runtime_venv
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 SKIP_TAGS = {"cluster", "setup"}
+#: Run in the test suite's own virtualenv, not in make demo's.
+DEV_TAG = "dev"
 BLOCK_TIMEOUT_S = 120
 _FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.S | re.M)
 
@@ -64,20 +70,22 @@ def _blocks() -> list[Block]:
 BLOCKS = _blocks()
 COMMAND_BLOCKS = [b for b in BLOCKS if b.info[:1] == ("sh",)]
 RUNNABLE = [b for b in COMMAND_BLOCKS if not SKIP_TAGS & set(b.info[1:])]
+#: What a user's install runs (the project image has no test tools either).
+USER_RUNNABLE = [b for b in RUNNABLE if DEV_TAG not in b.info[1:]]
 
 
 def test_the_convention_is_used() -> None:
     """The tour is runnable, and every command block is tagged with known words only."""
     assert any(b.path.name == "README.md" for b in RUNNABLE)
     for block in COMMAND_BLOCKS:
-        assert set(block.info[1:]) <= SKIP_TAGS, block.id
+        assert set(block.info[1:]) <= SKIP_TAGS | {DEV_TAG}, block.id
     for block in BLOCKS:
         assert block.info[:1] != ("bash",), f"{block.id}: write ```sh"
 
 
 @pytest.mark.parametrize("block", RUNNABLE, ids=[b.id for b in RUNNABLE])
 def test_command_block_runs(block: Block, tmp_path: Path) -> None:
-    venv = runtime_venv()
+    venv = Path(sys.prefix) if DEV_TAG in block.info[1:] else runtime_venv()
     for entry in ROOT.iterdir():
         if entry.name not in (".git", ".venv"):
             (tmp_path / entry.name).symlink_to(entry)

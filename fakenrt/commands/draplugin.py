@@ -22,6 +22,7 @@ import click
 from exporter import stopsignals
 from fakenrt.commands.kubeaccess import kube_client
 from fakenrt.commands.kubelet import InputError, pick_node
+from fakenrt.commands.params import Directory, Name, Number
 from fakenrt.draplugin.server import (
     DEFAULT_PLUGINS_DIR,
     DEFAULT_REGISTRY_DIR,
@@ -180,48 +181,52 @@ def run(options: Options, kube: KubeClient) -> None:
 
 @click.command("dra-plugin")
 @click.option("--profile", "profile_path", required=True, help="Node profile file (YAML).")
-@click.option("--node", default=None, help="Node of the profile (needed when it has several).")
+@click.option(
+    "--node", type=Name(), default=None, help="Node of the profile (needed when it has several)."
+)
 @click.option(
     "--node-name",
+    type=Name(),
     default=None,
     help="The Kubernetes node the plugin runs on (default: $NODE_NAME, else the profile node).",
 )
 @click.option(
     "--driver",
     "drivers",
+    type=Name(),
     multiple=True,
     help="DRA driver to serve (repeatable; default: every DRA driver of the node).",
 )
 @click.option(
     "--plugins-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=Directory(relative=False),
     default=DEFAULT_PLUGINS_DIR,
     show_default=True,
     help="Where each driver serves <driver>/dra.sock.",
 )
 @click.option(
     "--registry-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=Directory(relative=False),
     default=DEFAULT_REGISTRY_DIR,
     show_default=True,
     help="The kubelet's plugin registry directory (<driver>-reg.sock).",
 )
 @click.option(
     "--cdi-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=Directory(relative=False),
     default=DEFAULT_CDI_DIR,
     show_default=True,
     help="Where the drivers' CDI specs are written.",
 )
 @click.option(
     "--kubeconfig",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
     default=None,
     help="Kubeconfig (default: $KUBECONFIG, in-cluster config, ~/.kube/config).",
 )
 @click.option(
     "--register-timeout",
-    type=click.FloatRange(min=0.1, max=3600),
+    type=Number(minimum=0.1, maximum=3600),
     default=60.0,
     show_default=True,
     help="Seconds to wait for the kubelet to register every driver.",

@@ -119,6 +119,13 @@ EPILOG = "\b\n" + "\n".join(glossary_lines())
     help="Re-create a pod the kubelet rejected (as its controller would).",
 )
 @click.option("--max-requeues", type=int, help="Re-creations per pod at most.")
+@click.option(
+    "--dra/--no-dra",
+    default=None,
+    help="DRA mode: on nodes whose GPUs are DRA devices (DeviceClass gpu.nvidia.com), GPU "
+    "requests become ResourceClaims the kubelet prepares unaligned; adds the misaligned "
+    "pods per strategy.",
+)
 @click.option("--seed", type=int, help="Seed of the generator and of the NRT jitter.")
 @click.option(
     "--strategy",
@@ -210,6 +217,7 @@ def run(
     period: float | None,
     requeue: bool | None,
     max_requeues: int | None,
+    dra: bool | None,
     seed: int | None,
     strategies: tuple[str, ...],
     score: str | None,
@@ -248,6 +256,8 @@ def run(
             settings[name] = value
     if requeue is not None:
         settings["requeue"] = requeue
+    if dra is not None:
+        settings["dra"] = dra
     generate: dict[str, Any] = {}
     options: dict[str, str] = {}
     chosen: tuple[tuple[str, str, object], ...] = (

@@ -35,7 +35,8 @@ from exporter.endpoints import HttpServer
 from exporter.health import Health
 from exporter.kubeclient import KubeClient
 from exporter.kubeerrors import ApiError
-from exporter.podresources_client import DEFAULT_TIMEOUT_S, PodResourcesClient
+from exporter.podresources_client import PodResourcesClient
+from exporter.podresources_settings import DEFAULT_TIMEOUT_S
 from exporter.validation import one_line
 from fakenrt.controller.effects import PublishNrt
 from fakenrt.controller.lag import LagPipeline

@@ -8,6 +8,9 @@ every moment of any run, under every strategy: no scheduler can place it. Each p
 (the profile the nodes copy) with the kubelet simulator itself
 (:meth:`fakenrt.kubelet.node.NodeState.admit`: the Topology Manager, then the whole-node
 fit), and the refusals are kept - the kubelet's reason and message on each node shape.
+In the DRA mode a node shape with DRA GPUs (:mod:`fakenrt.simulate.dra`) admits the pod
+without its GPU requests, and refuses it as the scheduler does (``Unschedulable``) when
+it has fewer DRA GPUs than the pod asks.
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from fakenrt.kubelet.node import NodeState
-from fakenrt.podspec import PodSpec
+from fakenrt.podspec import PodSpec, effective_requests
 from fakenrt.profiles.model import NodeProfile
 from fakenrt.scheduler.cycle import pod_shape
+from fakenrt.simulate.dra import admission_spec, gpu_driver, too_few
 from fakenrt.simulate.scenario import Scenario
-from fakenrt.simulate.workload import size_label
+from fakenrt.simulate.workload import GPU, size_label
 
 #: Pod names listed per never-admissible shape (the count says how many there are).
 SHOWN_PODS = 5
@@ -59,21 +63,29 @@ def _shapes(scenario: Scenario) -> dict[str, tuple[NodeProfile, int]]:
 
 
 def _refusals(
-    spec: PodSpec, empty: Mapping[str, NodeState], shapes: Mapping[str, tuple[NodeProfile, int]]
+    spec: PodSpec,
+    empty: Mapping[str, NodeState],
+    shapes: Mapping[str, tuple[NodeProfile, int]],
+    *,
+    dra: bool,
 ) -> tuple[Refusal, ...] | None:
     """The refusal of every node shape, or None when one admits the pod."""
     refusals = []
     for name, state in empty.items():
-        result = state.copy().admit(spec)
-        if result.admit:
-            return None
+        driver = gpu_driver(shapes[name][0]) if dra else None
+        admitted = spec if driver is None else admission_spec(spec)
+        problem = None
+        if driver is not None:
+            problem = too_few(int(effective_requests(spec).get(GPU, 0)), driver)
+        if problem is not None:
+            reason, message = "Unschedulable", problem
+        else:
+            result = state.copy().admit(admitted)
+            if result.admit:
+                return None
+            reason, message = result.reason or "", result.message or ""
         refusals.append(
-            Refusal(
-                node_shape=name,
-                nodes=shapes[name][1],
-                reason=result.reason or "",
-                message=result.message or "",
-            )
+            Refusal(node_shape=name, nodes=shapes[name][1], reason=reason, message=message)
         )
     return tuple(refusals)
 
@@ -88,7 +100,7 @@ def never_admissible(scenario: Scenario) -> tuple[Inadmissible, ...]:
     for item in scenario.workload:
         key = pod_shape(item.spec)
         if key not in verdicts:
-            verdicts[key] = _refusals(item.spec, empty, shapes)
+            verdicts[key] = _refusals(item.spec, empty, shapes, dra=scenario.settings.dra)
         refusals = verdicts[key]
         if refusals is None:
             continue

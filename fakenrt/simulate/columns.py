@@ -130,6 +130,30 @@ VIEW = (
     ),
 )
 
+#: The DRA mode (``--dra``): pods whose DRA GPUs the kubelet did not align.
+DRA = (
+    Column(
+        "DRA pods",
+        "dra_pods",
+        "count",
+        "Pod objects that started with DRA GPUs (ResourceClaims the kubelet prepared after "
+        "admission, aligned with nothing)",
+    ),
+    Column(
+        "misaligned",
+        "misaligned",
+        "count",
+        "of those, pods with a DRA GPU on none of the NUMA nodes of their container's "
+        "exclusive CPUs and memory (the exporter's misaligned)",
+    ),
+    Column(
+        "misaligned share",
+        "misaligned_share",
+        "share",
+        "misaligned pods as a share of the DRA pods",
+    ),
+)
+
 #: The breakdown by node shape (the profile the nodes copy), per strategy.
 BY_NODE_SHAPE = (
     Column("nodes", "nodes", "count", "nodes of the shape"),
@@ -176,7 +200,11 @@ def glossary_lines(width: int = 79) -> list[str]:
     """Every column of the terminal tables and its meaning, wrapped to ``width`` (for
     ``--help``)."""
     out = []
-    for title, columns in (("outcomes", OUTCOMES), ("the scheduler's view", VIEW)):
+    for title, columns in (
+        ("outcomes", OUTCOMES),
+        ("the scheduler's view", VIEW),
+        ("DRA (--dra)", DRA),
+    ):
         out.append(f"Columns of {title}:")
         name = max(len(c.header) for c in columns)
         for c in columns:

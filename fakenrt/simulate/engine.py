@@ -45,7 +45,7 @@ from fakenrt.controller.effects import (
 )
 from fakenrt.controller.fleet import Fleet
 from fakenrt.controller.nodeobjects import NodeIdentity
-from fakenrt.controller.pods import RUN_DURATION_ANNOTATION, ObservedPod
+from fakenrt.controller.pods import RUN_DURATION_ANNOTATION, ObservedPod, observe_pod
 from fakenrt.controller.settings import ControllerSettings
 from fakenrt.kubelet.allocation import PodAllocation
 from fakenrt.podresources_report import DeviceNuma, allocation_zones, device_numa, pod_report
@@ -62,6 +62,7 @@ from fakenrt.scheduler.plugin import NumaPlugin
 from fakenrt.scheduler.reconstruction import NodePod
 from fakenrt.scheduler.topology import NumaTopology
 from fakenrt.simulate.clock import ARRIVAL, CYCLE, EXPORT, SAMPLE, Clock, EventQueue
+from fakenrt.simulate.dra import DraGpus
 from fakenrt.simulate.limits import MAX_ATTEMPTS, LimitError
 from fakenrt.simulate.metrics import Recorder, StrategyResult, summarize
 from fakenrt.simulate.nrtview import NrtView
@@ -247,6 +248,10 @@ class Simulation:
             n: {k: Decimal(v) for k, v in node_allocatable(p).items()}
             for n, p in self.profiles.items()
         }
+        #: The DRA mode (fakenrt/simulate/dra.py): DRA GPUs counted as the node's GPUs.
+        self.dra = DraGpus(self.profiles) if s.dra else None
+        if self.dra is not None:
+            self.dra.count_in(self.allocatable)
         self.total_gpus = sum(int(a.get(GPU, 0)) for a in self.allocatable.values())
         self.gpus_used: dict[str, int] = dict.fromkeys(self.names, 0)
         self.gpus_in_use = 0
@@ -338,6 +343,7 @@ class Simulation:
             reads_lagged_nrt=self.strategy.reads_lagged_nrt,
             predicts=self.strategy.predicts,
             outcomes=self._outcomes(),
+            dra=None if self.dra is None else self.dra.figures(),
         )
 
     def _outcomes(self) -> Outcomes:
@@ -631,7 +637,13 @@ class Simulation:
         self.rec.pending_times.append(now - record.created)
         self.bound[record.key] = record
         self._set_member(record)
-        record.seen = self._seen(record, node)
+        if self.dra is None:
+            record.seen = self._seen(record, node)
+        else:  # GPU claims, made before the pod reaches its kubelet
+            manifest, claims = self.dra.bind(self._manifest(record, node), node)
+            for kind, claim in claims:
+                self._apply(self.fleet.claim_event(kind, claim))
+            record.seen = observe_pod(manifest)
         self._apply(self.fleet.pod_seen("ADDED", record.seen))
 
     def _node_snapshots(self) -> tuple[NodeSnapshot, ...]:
@@ -796,6 +808,9 @@ class Simulation:
             self.gpus_in_use += record.gpus
             self.gpus_used[record.node] += record.gpus
             record.log.started = now
+            if self.dra is not None:
+                allocations = self.fleet.nodes[record.node].state.allocations()
+                self.dra.started(record.node, record.key, allocations.get(record.key))
             self._set_member(record)
             return False
         if phase not in ("Succeeded", "Failed"):
@@ -809,6 +824,8 @@ class Simulation:
             log.gpu_seconds += record.gpus * (now - started)
         record.phase = str(phase)
         del self.bound[record.key]
+        if self.dra is not None:
+            self.dra.released(record.node, record.key)
         self._drop_member(record)
         if phase == "Succeeded":
             self.rec.completed += 1

@@ -82,7 +82,9 @@ def summarize(
     reads_lagged_nrt: bool,
     predicts: bool,
     outcomes: Outcomes | None = None,
+    dra: Mapping[str, Any] | None = None,
 ) -> StrategyResult:
+    """The figures of one run; ``dra``: the DRA mode's (:mod:`fakenrt.simulate.dra`)."""
     tae = rec.failures.get(TOPOLOGY_AFFINITY_ERROR, 0)
     other = sum(n for reason, n in rec.failures.items() if reason != TOPOLOGY_AFFINITY_ERROR)
     stranded = [s for _, s in rec.stranded]
@@ -121,6 +123,8 @@ def summarize(
             _r(rec.stale_age_sum / rec.stale_reads) if rec.stale_reads else 0.0
         )
         figures["stale_nrt_age_max_seconds"] = _r(rec.stale_age_max)
+    if dra is not None:
+        figures.update(dra)
     return StrategyResult(
         strategy=strategy,
         figures=figures,

@@ -17,6 +17,7 @@ import yaml
 from fakenrt.simulate.columns import (
     BY_NODE_SHAPE,
     BY_POD_CLASS,
+    DRA,
     OUTCOMES,
     REJECTIONS,
     VIEW,
@@ -63,6 +64,13 @@ def rows(doc: Mapping[str, Any]) -> list[list[str]]:
 def view_rows(doc: Mapping[str, Any]) -> list[list[str]]:
     """The scheduler's view table."""
     return _rows(doc, VIEW)
+
+
+def dra_rows(doc: Mapping[str, Any]) -> list[list[str]]:
+    """The DRA table (--dra), or no rows when the run had no DRA mode."""
+    if not doc["scenario"]["settings"].get("dra"):
+        return []
+    return _rows(doc, DRA)
 
 
 def _aligned(table_rows: Sequence[Sequence[str]]) -> list[str]:
@@ -210,6 +218,8 @@ def table(doc: Mapping[str, Any]) -> str:
     explained."""
     lines = _aligned(rows(doc))
     lines += ["", *_aligned(view_rows(doc))]
+    if dra := dra_rows(doc):
+        lines += ["", *_aligned(dra)]
     lines += ["", *breakdown_tables(doc)]
     never = never_lines(doc)
     if never:
@@ -286,6 +296,12 @@ def _strategy_sentence(name: str, f: Mapping[str, Any], tops: Sequence[str]) -> 
             f" Its predicted zones matched the observed zones for "
             f"{fmt(f['placement_agreement'], 'share')} of "
             f"{fmt(f['placements_compared'], 'count')} pods."
+        )
+    if f.get("dra_pods") is not None:
+        sentence += (
+            f" Of the {fmt(f['dra_pods'], 'count')} pods that started with DRA GPUs, "
+            f"{fmt(f['misaligned'], 'count')} ({fmt(f['misaligned_share'], 'share')}) ran "
+            "with a GPU on another NUMA node than their exclusive CPUs and memory."
         )
     return sentence
 
@@ -408,11 +424,13 @@ def _rejections_html(
     return "".join(parts)
 
 
-def _glossary_html() -> str:
+def _glossary_html(doc: Mapping[str, Any]) -> str:
     parts = []
+    dra = (("DRA GPUs", DRA),) if dra_rows(doc) else ()
     for title, columns in (
         ("Outcomes", OUTCOMES),
         ("The scheduler's view", VIEW),
+        *dra,
         ("By node shape", BY_NODE_SHAPE),
         ("By pod class", BY_POD_CLASS),
         ("Rejections", REJECTIONS),
@@ -506,6 +524,7 @@ def html(
         _html_table(rows(doc)),
         "<h2>The scheduler's view</h2>",
         _html_table(view_rows(doc)),
+        *(("<h2>DRA GPUs</h2>", _html_table(dra)) if (dra := dra_rows(doc)) else ()),
         "<h2>Pods no node can admit</h2>",
         _never_html(doc),
         "<h2>By node shape</h2>",
@@ -519,7 +538,7 @@ def html(
         "<h2>Every rejection</h2>",
         _rejections_html(doc, rejections or {}),
         "<h2>Glossary</h2>",
-        _glossary_html(),
+        _glossary_html(doc),
         "<h2>The scenario as it ran</h2>",
         "<p>Paths as given (a bundled file is in <code>fakenrt/examples/simulate/</code> of "
         "the package); settings in seconds. Saved as a file, it runs this simulation "

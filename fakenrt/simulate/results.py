@@ -88,23 +88,26 @@ def as_run(scenario: Scenario) -> dict[str, Any]:
         "ignoreList": sorted(s.plugin.ignore_list),
         "preferClosestNUMANodes": s.plugin.prefer_closest_numa_nodes,
     }
+    settings: dict[str, Any] = {
+        "nrtDelay": s.nrt_delay,
+        "nrtJitter": s.nrt_jitter,
+        "exporterDelay": s.exporter_delay,
+        "period": s.period,
+        "requeue": s.requeue,
+        "maxRequeues": s.max_requeues,
+        "startDelay": s.start_delay,
+        "duration": scenario.horizon,
+        "seed": s.seed,
+        "score": s.plugin.scoring_strategy,
+        "pluginArgs": plugin,
+    }
+    if s.dra:
+        settings["dra"] = True
     return {
         "profiles": d.get("profiles", "(built in memory)"),
         "nodes": [{"profile": name, "count": n} for name, n in counts.items()],
         "workload": workload,
-        "settings": {
-            "nrtDelay": s.nrt_delay,
-            "nrtJitter": s.nrt_jitter,
-            "exporterDelay": s.exporter_delay,
-            "period": s.period,
-            "requeue": s.requeue,
-            "maxRequeues": s.max_requeues,
-            "startDelay": s.start_delay,
-            "duration": scenario.horizon,
-            "seed": s.seed,
-            "score": s.plugin.scoring_strategy,
-            "pluginArgs": plugin,
-        },
+        "settings": settings,
     }
 
 
@@ -121,7 +124,7 @@ def scenario_summary(scenario: Scenario) -> dict[str, Any]:
             scenario.profile_of(node.name),
             f"{len(node.zones)}-zone {k.topology_manager_policy}/{k.topology_manager_scope}",
         )
-    return {
+    summary: dict[str, Any] = {
         **dict(scenario.description),
         "nodes": len(scenario.nodes),
         "node_shapes": [{**row, "kubelet": labels[row["node_shape"]]} for row in shapes],
@@ -144,6 +147,9 @@ def scenario_summary(scenario: Scenario) -> dict[str, Any]:
             "prefer_closest_numa_nodes": s.plugin.prefer_closest_numa_nodes,
         },
     }
+    if s.dra:
+        summary["settings"]["dra"] = True
+    return summary
 
 
 def best(results: Sequence[StrategyResult]) -> StrategyResult | None:

@@ -22,6 +22,7 @@ A scenario file (YAML)::
       seed: 1
       score: LeastNUMANodes          # the scheduler's scoring strategy
       pluginArgs: {ignoreList: []}   # other plugin arguments (docs/scheduler.md)
+      dra: false                     # GPUs through DRA on DRA GPU nodes (fakenrt/simulate/dra.py)
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 from fakenrt.profiles.model import NodeProfile
 from fakenrt.scheduler.args import ArgsError, PluginArgs, parse_args
 from fakenrt.scheduler.scoring import STRATEGIES as SCORES
+from fakenrt.simulate.dra import DraModeError, check_nodes
 from fakenrt.simulate.generator import GeneratorSettings
 from fakenrt.simulate.limits import (
     MAX_CYCLES,
@@ -60,6 +62,7 @@ SETTINGS_KEYS = (
     "seed",
     "score",
     "pluginArgs",
+    "dra",
 )
 #: The file's spelling of the settings fields (file key -> :class:`Settings` field).
 FILE_KEYS = {
@@ -120,6 +123,8 @@ class Settings:
     duration: float | None = None
     seed: int = 0
     plugin: PluginArgs = field(default_factory=PluginArgs)
+    #: The DRA mode: GPU requests become ResourceClaims on DRA GPU nodes (:mod:`.dra`).
+    dra: bool = False
 
     def __post_init__(self) -> None:
         for name in SETTING_BOUNDS:
@@ -158,6 +163,11 @@ class Scenario:
     generator: GeneratorSettings | None = None
 
     def __post_init__(self) -> None:
+        if self.settings.dra:
+            try:
+                check_nodes(self.nodes)
+            except DraModeError as exc:
+                raise ScenarioError(str(exc)) from None
         cycles = self.horizon / self.settings.period
         if cycles > MAX_CYCLES:
             raise LimitError(
@@ -218,10 +228,11 @@ def parse_settings(raw: Any, *, source: str) -> dict[str, Any]:
     for key, name in FILE_KEYS.items():
         if name in out:
             check_setting(name, out[name], where=f"{where}.{key}")
-    if "requeue" in data:
-        if not isinstance(data["requeue"], bool):
-            raise ScenarioError(f"{where}.requeue: must be true or false")
-        out["requeue"] = data["requeue"]
+    for key in ("requeue", "dra"):
+        if key in data:
+            if not isinstance(data[key], bool):
+                raise ScenarioError(f"{where}.{key}: must be true or false")
+            out[key] = data[key]
     for key, name in (("maxRequeues", "max_requeues"), ("seed", "seed")):
         if key in data:
             value = data[key]

@@ -77,15 +77,27 @@ def listed_allocations(
 def zone_amounts(
     profile: NodeProfile, allocation: PodAllocation
 ) -> tuple[dict[int, dict[str, int]], dict[frozenset[int], dict[str, int]]]:
-    """What ``allocation`` holds per NUMA zone (exclusive CPUs, NUMA-affine devices,
-    single-NUMA memory blocks) and per Memory Manager group (every block), by the rule of
-    the placement annotations (interfaces.md)."""
+    """What ``allocation`` holds per NUMA zone (exclusive CPUs, NUMA-affine devices, DRA
+    devices under their driver's name, single-NUMA memory blocks) and per Memory Manager
+    group (every block), by the rule of the placement annotations (interfaces.md)."""
     zone_of_cpu = {cpu: z.id for z in profile.zones for cpu in z.cpus}
     zone_of_device = {
         (name, dev): z.id for z in profile.zones for name, ds in z.devices.items() for dev in ds.ids
     }
     per_zone: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     groups: dict[frozenset[int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    # DRA devices count 1 in their zone under the driver's name, once per pod however many
+    # containers share them (docs/exporter.md, "DRA devices").
+    dra: set[tuple[str, str, str]] = set()
+    for container in allocation.containers:
+        for claim in container.dynamic:
+            for r in claim.resources:
+                driver = profile.dra_driver(r.driver)
+                found = driver.device(r.device) if driver and driver.pool == r.pool else None
+                if found is None or found.numa is None or (r.driver, r.pool, r.device) in dra:
+                    continue
+                dra.add((r.driver, r.pool, r.device))
+                per_zone[found.numa][r.driver] += 1
     for container in allocation.containers:
         for cpu in container.cpus:
             per_zone[zone_of_cpu[cpu]]["cpu"] += 1

@@ -2,7 +2,7 @@
 on a scenario's outcome. Pure.
 
 Each scenario's check (what a correct NUMA-aware scheduler achieves) belongs to one claim:
-``aligned`` for the scenarios without NRT lag (a, b, c, e, g), ``lag-safe`` for those
+``aligned`` for the scenarios without NRT lag (a, b, c, e, g, i, j, k), ``lag-safe`` for those
 where NRT falls behind (d, h under lag, f while the kubelets are down).
 ``reports-unschedulable`` covers every pod left unbound; ``exact-prediction`` every
 prediction the scheduler writes where nothing finishes meanwhile (a, b, c, e, g) and it

@@ -63,14 +63,16 @@ def workload_pod(
     guaranteed: bool = True,
     run_duration: str | None = None,
     node: str | None = None,
+    claim: str | None = None,
 ) -> dict[str, Any]:
     """A one-container pod for the scheduler under test (or bound to ``node`` directly),
     restricted to the deployment's nodes (node selector and toleration, which a real
     scheduler honours). With ``run_duration`` it finishes after that long (how: the
-    deployment's :meth:`~tests.e2e.deployment.Deployment.workload`)."""
+    deployment's :meth:`~tests.e2e.deployment.Deployment.workload`). With ``claim`` its
+    container uses that ResourceClaim (:func:`resource_claim`)."""
     amounts: dict[str, str] = {"cpu": cpu, "memory": memory}
     devices = {"nvidia.com/gpu": str(gpus)} if gpus else {}
-    resources = (
+    resources: dict[str, Any] = (
         {"limits": amounts | devices}
         if guaranteed
         else {"requests": amounts | devices, "limits": devices}
@@ -89,6 +91,9 @@ def workload_pod(
     }
     if node is not None:
         spec["nodeName"] = node
+    if claim is not None:
+        spec["resourceClaims"] = [{"name": "devices", "resourceClaimName": claim}]
+        resources["claims"] = [{"name": "devices"}]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -100,6 +105,60 @@ def workload_pod(
         },
         "spec": spec,
     }
+
+
+#: The DeviceClasses of the DRA drivers the scenarios use (docs/profiles.md).
+GPU_CLASS, CPU_CLASS = "gpu.nvidia.com", "dra.cpu"
+#: The CPU driver's consumable capacity, and the standard NUMA attribute (KEP-6072).
+CPU_CAPACITY, NUMA_ATTRIBUTE = "dra.cpu/cpu", "resource.kubernetes.io/numaNode"
+
+
+def resource_claim(
+    name: str, *, namespace: str, gpus: int = 0, cpus: int = 0, same_numa_node: bool = False
+) -> dict[str, Any]:
+    """A ResourceClaim (``resource.k8s.io/v1``) for ``gpus`` GPUs of the ``gpu.nvidia.com``
+    class and a ``dra.cpu`` device consuming ``cpus`` CPUs; with ``same_numa_node`` a
+    ``matchAttribute`` constraint on the NUMA node over both requests."""
+    requests: list[dict[str, Any]] = []
+    if gpus:
+        exactly = {"deviceClassName": GPU_CLASS, "allocationMode": "ExactCount", "count": gpus}
+        requests.append({"name": "gpu", "exactly": exactly})
+    if cpus:
+        capacity = {"requests": {CPU_CAPACITY: str(cpus)}}
+        requests.append(
+            {"name": "cpu", "exactly": {"deviceClassName": CPU_CLASS, "capacity": capacity}}
+        )
+    if not requests:
+        raise ValueError(f"ResourceClaim {name}: no GPUs and no CPUs asked for")
+    devices: dict[str, Any] = {"requests": requests}
+    if same_numa_node:
+        devices["constraints"] = [
+            {"requests": [r["name"] for r in requests], "matchAttribute": NUMA_ATTRIBUTE}
+        ]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"devices": devices},
+    }
+
+
+def create_claim(kube: KubeClient, claim: Mapping[str, Any]) -> None:
+    ns = claim["metadata"]["namespace"]
+    kube.create(
+        path("apis", "resource.k8s.io", "v1", "namespaces", ns, "resourceclaims"),
+        dict(claim),
+        what="create ResourceClaim",
+    )
+
+
+def resource_claims(kube: KubeClient, namespace: str) -> dict[str, dict[str, Any]]:
+    """The namespace's ResourceClaims by name."""
+    items, _ = kube.list_all(
+        path("apis", "resource.k8s.io", "v1", "namespaces", namespace, "resourceclaims"),
+        what="list ResourceClaims",
+    )
+    return {c["metadata"]["name"]: c for c in items}
 
 
 def create(kube: KubeClient, pod: Mapping[str, Any]) -> None:

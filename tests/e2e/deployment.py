@@ -18,17 +18,20 @@ import signal
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import yaml
 
 from exporter.kubeclient import KubeClient, path
-from exporter.kubeerrors import Transient
+from exporter.kubeerrors import Conflict, Transient
 from fakenrt.controller.endpoints import socket_path, sysfs_root
 from fakenrt.controller.pods import RUN_DURATION_ANNOTATION
+from fakenrt.dra.slices import device_classes
 from fakenrt.nrt.render import NRT_GROUP, NRT_PLURAL, NRT_VERSION
 from fakenrt.profiles import NodeProfile, parse_profiles
 from schedulers.adapter import Adapter, node_label
@@ -168,6 +171,14 @@ class Deployment(Protocol):
         then exits."""
 
 
+@runtime_checkable
+class ExporterMetrics(Protocol):
+    """A deployment whose exporters' Prometheus endpoints the harness can read."""
+
+    def exporter_metrics(self) -> list[str]:
+        """The metrics text of every exporter that answers (docs/exporter.md)."""
+
+
 @dataclass
 class ProcessDeployment:
     """Every component as a local process, against one API server (admin kubeconfig)."""
@@ -185,6 +196,7 @@ class ProcessDeployment:
     _others: list[Process] = field(default_factory=list)
     _scheduler: SchedulerRun | None = None
     _controller_killed: bool = False
+    _metrics_ports: list[int] = field(default_factory=list)
 
     @property
     def run(self) -> SchedulerRun:
@@ -224,6 +236,7 @@ class ProcessDeployment:
         # What the scheduler needs installed comes first: its CRDs may be those of objects
         # the controller publishes for it (Volcano's Numatopology).
         self.run.install()
+        install_device_classes(self.kube, self.profiles)
         profile_file = self.workdir / "profiles.yaml"
         profile_file.write_text(yaml.safe_dump({"nodes": [dict(n) for n in self.topology.nodes]}))
         self._controller = Process(
@@ -266,10 +279,12 @@ class ProcessDeployment:
         if self.topology.exporter == KAI_EXPORTER:
             binary = binaries(KAI_BUILD) / "numa-placement-exporter"
             return [str(binary), *where, "--poll-interval", "500ms"]
+        port = free_port()
+        self._metrics_ports.append(port)
         return [
             sys.executable, "-c", "from exporter.cli import main; main()", "run", *where,
             "--kubeconfig", str(self.kubeconfig),
-            "--metrics-bind-address", f"127.0.0.1:{free_port()}",
+            "--metrics-bind-address", f"127.0.0.1:{port}",
             "--poll-interval", "0.5",
             "--log-level", "warning",
         ]  # fmt: skip
@@ -355,11 +370,36 @@ class ProcessDeployment:
     def node_name(self, profile_name: str) -> str:
         return profile_name
 
+    def exporter_metrics(self) -> list[str]:
+        texts = []
+        for port in self._metrics_ports:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                    texts.append(r.read().decode())
+            except (OSError, urllib.error.URLError):  # not serving yet: asked again later
+                continue
+        return texts
+
     def allocations(self, listed: Iterable[Mapping[str, Any]]) -> Allocations:
         return recorded_allocations(listed)
 
     def workload(self, run_duration: str | None) -> Workload:
         return simulated_workload(run_duration)
+
+
+DEVICE_CLASSES = path("apis", "resource.k8s.io", "v1", "deviceclasses")
+
+
+def install_device_classes(kube: KubeClient, profiles: Iterable[NodeProfile]) -> None:
+    """The DeviceClasses of the profiles' DRA drivers, created once per cluster and left in
+    place, as a driver's installation does. A controller leaves a class it did not create
+    alone (docs/controller.md, "DRA nodes"); one that created it would delete it when it
+    stops - under the pods of deployments still running (the scorecard's cells at once)."""
+    for body in device_classes(profiles):
+        try:
+            kube.create(DEVICE_CLASSES, body, what="create DeviceClass")
+        except Conflict:  # there already: the cluster's, left as it is
+            continue
 
 
 #: When set, every deployment's component logs are kept under this directory.

@@ -17,12 +17,17 @@ waits, bounded, for the exporter's annotations (with the exporter) and every nod
 match what the kubelets hold, and records what did not.
 
 It polls the namespace's pods every :data:`POLL_S` (the timeline's resolution) and checks
-at every poll that no CPU or device is held by two pods. It asserts nothing about the
+at every poll that no CPU or device is held by two pods. A scenario whose pods use
+ResourceClaims gets each pod's claim created just before it, the claims listed at every
+poll (a Running pod holds its claims' devices: tests/e2e/dra.py), and - with the exporter
+- waits, bounded, until the exporters' metric and Events name exactly the pods that run
+misaligned. It asserts nothing about the
 scheduler: only a harness failure (a pre-bound pod that never runs) raises.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,8 +37,18 @@ from exporter.annotations import OBSERVED_MEMORY_GROUPS
 from exporter.kubeclient import KubeClient, path
 from exporter.kubeerrors import Transient
 from fakenrt.durations import parse_duration
-from tests.e2e.cluster import create, nrt_converged, pods, workload_pod
-from tests.e2e.deployment import Deployment, Topology
+from tests.e2e.allocations import Allocations
+from tests.e2e.cluster import (
+    create,
+    create_claim,
+    nrt_converged,
+    pods,
+    resource_claim,
+    resource_claims,
+    workload_pod,
+)
+from tests.e2e.deployment import Deployment, ExporterMetrics, Topology
+from tests.e2e.dra import metric_misaligned, misaligned_pods, reported_misaligned, with_claims
 from tests.e2e.invariants import double_allocations, observation_mismatches
 from tests.e2e.outcome import (
     Outcome,
@@ -107,6 +122,8 @@ class _Run:
     manifests: list[dict[str, Any]] = field(default_factory=list)
     deleted: dict[str, dict[str, Any]] = field(default_factory=dict)
     seen_events: set[str] = field(default_factory=set)
+    #: The namespace's ResourceClaims as last listed (scenarios using claims only).
+    claims: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def reasons(self) -> tuple[str, ...]:
@@ -123,6 +140,8 @@ class _Run:
         self.deployment.check_alive()
         try:
             listed = pods(self.kube, self.namespace)
+            if self.scenario.needs_claims:
+                self.claims = resource_claims(self.kube, self.namespace)
             if self.now() - self.events_at >= EVENTS_EVERY_S:
                 self.see_events(_events(self.kube, self.namespace))
         except Transient:
@@ -151,8 +170,15 @@ class _Run:
                 message = unschedulable_condition(pod) or ""
                 self.timeline.append(Transition(at, name, "unschedulable", message))
         self.listed = listed
-        allocations = self.deployment.allocations(listed.values())
-        self.doubles.update(double_allocations(listed.values(), allocations))
+        self.doubles.update(double_allocations(listed.values(), self.held()))
+
+    def held(self) -> Allocations:
+        """What the kubelets hold for the pods as last listed: their allocation records
+        and, for Running pods, the DRA devices of their claims (tests/e2e/dra.py)."""
+        held = self.deployment.allocations(self.listed.values())
+        if not self.scenario.needs_claims:
+            return held
+        return with_claims(held, self.listed.values(), self.claims)
 
     def see_events(self, events: list[dict[str, Any]]) -> None:
         """Keep the namespace's events; put each event about a pod on the timeline when
@@ -205,6 +231,18 @@ class _Run:
             if template.delay_s:
                 self.sleep_polling(template.delay_s)
             node = template.node
+            claim = f"{template.name}-claim" if template.claims else None
+            if claim is not None:
+                create_claim(
+                    self.kube,
+                    resource_claim(
+                        claim,
+                        namespace=self.namespace,
+                        gpus=template.dra_gpus,
+                        cpus=template.dra_cpus,
+                        same_numa_node=template.same_numa_node,
+                    ),
+                )
             pod = workload_pod(
                 template.name,
                 namespace=self.namespace,
@@ -216,6 +254,7 @@ class _Run:
                 run_duration=template.run_duration,
                 # A deployment's profiles are named as the Nodes that run them.
                 node=self.deployment.profiles[node].name if node is not None else None,
+                claim=claim,
             )
             create(self.kube, pod)
             self.manifests.append(pod)
@@ -275,7 +314,7 @@ class _Run:
             OBSERVED_MEMORY_GROUPS in annotations_of(listed[n]) for n in names
         ):
             return False
-        held = self.deployment.allocations(listed.values())
+        held = self.held()
         return all(
             nrt_converged(self.kube, p, listed.values(), held) for p in self.deployment.profiles
         )
@@ -309,16 +348,43 @@ class _Run:
             return True
         return quiet >= max(SILENT_S, window)
 
+    def reads_misalignment(self) -> bool:
+        """Whether the exporters' report of misaligned pods is read (and held to the
+        truth): with the exporter, in a scenario whose pods use ResourceClaims."""
+        return self.variant.exporter and self.scenario.needs_claims
+
+    def misaligned_metric(self) -> frozenset[str] | None:
+        if not self.reads_misalignment():
+            return None
+        if not isinstance(self.deployment, ExporterMetrics):
+            raise AssertionError(
+                f"scenario {self.scenario.id} reads the exporters' metrics, which this "
+                "backend does not serve to the harness (the local control plane does)"
+            )
+        return frozenset(metric_misaligned(self.deployment.exporter_metrics(), self.namespace))
+
+    def misaligned_events(self) -> frozenset[str] | None:
+        if not self.reads_misalignment():
+            return None
+        return frozenset(reported_misaligned(self.events))
+
     def converge(self) -> tuple[list[str], list[str]]:
-        """Wait for the exporter's annotations and the NRTs; what did not catch up."""
+        """Wait for the exporter's annotations and misalignment reports, and the NRTs; what
+        did not catch up."""
         deadline = time.monotonic() + CONVERGE_S + lag_bound_s(self.variant)
         profiles = {p.name: p for p in self.deployment.profiles}
         while True:
             self.poll()
-            held = self.deployment.allocations(self.listed.values())
+            held = self.held()
             observed: list[str] = []
             if self.variant.exporter:
                 observed = observation_mismatches(self.listed.values(), profiles, held)
+            reported = True
+            if self.reads_misalignment():
+                with contextlib.suppress(Transient):
+                    self.see_events(_events(self.kube, self.namespace))
+                truth = frozenset(misaligned_pods(self.listed.values(), profiles, held))
+                reported = self.misaligned_metric() == truth == self.misaligned_events()
             try:
                 stale = [
                     p.name
@@ -327,7 +393,7 @@ class _Run:
                 ]
             except Transient:
                 stale = ["(API busy)"]
-            if (not observed and not stale) or time.monotonic() >= deadline:
+            if (not observed and not stale and reported) or time.monotonic() >= deadline:
                 return observed, stale
             time.sleep(POLL_S)
 
@@ -379,13 +445,19 @@ def drive(
     run.see_events(_events(kube, namespace))
     timeline = sorted(run.timeline, key=lambda t: t.at_s)
     listed = run.listed
+    held = run.held()
+    profiles = {p.name: p for p in deployment.profiles}
+    misaligned = {
+        pod: tuple(how) for pod, how in misaligned_pods(listed.values(), profiles, held).items()
+    }
+    metric, events = run.misaligned_metric(), run.misaligned_events()
     return Outcome(
         scenario=scenario.id,
         variant=variant,
         pods=listed,
         workload=scenario.workload,
         prebound=scenario.prebound,
-        allocations=deployment.allocations(listed.values()),
+        allocations=held,
         events=tuple(run.events),
         timeline=tuple(timeline),
         first_submit_s=run.first_submit,
@@ -399,4 +471,7 @@ def drive(
         deleted={n: deleted_as_seen(p, run.events) for n, p in run.deleted.items()},
         report_reasons=run.reasons,
         manifests=tuple(run.manifests),
+        misaligned=misaligned,
+        misaligned_metric=metric,
+        misaligned_events=events,
     )

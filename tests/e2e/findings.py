@@ -32,13 +32,15 @@ def scenario_record(scheduler: Adapter, scenario: Scenario, outcome: Outcome) ->
 
 
 def line(scheduler: Adapter, outcome: Outcome, rec: Mapping[str, Any]) -> str:
-    """``[e2e <scenario>] <figures> predictions=<agreed>/<predicted>``, then a
-    ``findings:`` line per finding."""
+    """``[e2e <scenario>] <figures> [misaligned=<n>] predictions=<agreed>/<predicted>``,
+    then a ``findings:`` line per finding."""
     result = figures(outcome.workload_pods())
     predicted = rec.get("predicted_pods") or 0
     agreement = f"{rec.get('exact_predictions')}/{predicted}" if predicted else "none predicted"
+    misaligned = rec.get("misaligned")
+    dra = f" misaligned={misaligned}" if misaligned is not None else ""
     text = (
-        f"[e2e {outcome.scenario}] {result.line(scheduler.id)} predictions={agreement} "
+        f"[e2e {outcome.scenario}] {result.line(scheduler.id)}{dra} predictions={agreement} "
         f"settled in {outcome.duration_s} s"
     )
     return text + "".join(f"\n  findings: {f}" for f in all_findings(rec))

@@ -19,6 +19,7 @@ from exporter.annotations import (
     parse_zone_name,
     zone_name,
 )
+from exporter.dra_alignment import CPU_DRIVERS as SHARED_DRA_DRIVERS
 from fakenrt.profiles import NodeProfile
 from fakenrt.profiles.resources import zone_allocatable
 from tests.e2e.allocations import Allocations, expected_observation
@@ -82,6 +83,14 @@ def double_allocations(listed: Iterable[Mapping[str, Any]], allocations: Allocat
         for container in allocation.containers:
             ids = [("cpu", str(c)) for c in container.cpus] + [
                 (res, dev) for res, devs in container.devices.items() for dev in devs
+            ]
+            # A DRA device two claims hold (the CPU driver's shared devices excepted: their
+            # claims consume capacity); one claim's device shared by containers is one.
+            ids += [
+                (f"{r.driver}/{r.pool}", r.device)
+                for claim in container.dynamic
+                for r in claim.resources
+                if r.driver not in SHARED_DRA_DRIVERS
             ]
             for res, ident in ids:
                 key = (node, res, ident)

@@ -90,6 +90,14 @@ class Outcome:
     manifests: tuple[Mapping[str, Any], ...] = ()
     #: The event reasons the scheduler reports an unplaceable pod with.
     report_reasons: tuple[str, ...] = tuple(sorted(UNSCHEDULABLE_EVENT_REASONS))
+    #: Running pods whose DRA devices lie off the NUMA nodes of their exclusive CPUs and
+    #: memory, with how (from what the kubelets hold: tests/e2e/dra.py).
+    misaligned: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: The pods the exporters' metric ``numa_exporter_dra_pod_misaligned`` names, and
+    #: those their ``DRAMisaligned`` Events name; None: not read (no exporter, or a
+    #: scenario without ResourceClaims).
+    misaligned_metric: frozenset[str] | None = None
+    misaligned_events: frozenset[str] | None = None
 
     # ---- counting ----------------------------------------------------------------------
 
@@ -300,15 +308,39 @@ def unrecorded_rejections(outcome: Outcome) -> list[str]:
     return problems
 
 
+def misalignment_reports(outcome: Outcome) -> list[str]:
+    """Where the exporter's report of misaligned pods (its metric and its Events) differs
+    from what the kubelets hold (empty: it names exactly the misaligned pods)."""
+    truth = set(outcome.misaligned)
+    problems = []
+    for what, named in (
+        ("metric", outcome.misaligned_metric),
+        ("DRAMisaligned Events", outcome.misaligned_events),
+    ):
+        if named is None:
+            continue
+        problems += [
+            f"{pod}: runs misaligned ({'; '.join(outcome.misaligned[pod])}), not in the "
+            f"exporter's {what}"
+            for pod in sorted(truth - named)
+        ]
+        problems += [
+            f"{pod}: aligned, named by the exporter's {what}" for pod in sorted(named - truth)
+        ]
+    return problems
+
+
 def harness_problems(outcome: Outcome) -> list[str]:
     """What the harness itself got wrong in this run (empty: nothing): rejections that
     are not the kubelet's, resources held twice, an exporter or NRT that never caught
-    up. Never the scheduler's doing."""
+    up, an exporter misreporting which pods run misaligned. Never the scheduler's
+    doing."""
     return [
         *unrecorded_rejections(outcome),
         *(f"held twice: {p}" for p in outcome.double_allocations),
         *(f"exporter: {p}" for p in outcome.observation_mismatches),
         *(f"NRT of {n} did not converge" for n in outcome.nrt_mismatches),
+        *(f"exporter: {p}" for p in misalignment_reports(outcome)),
     ]
 
 
@@ -387,16 +419,28 @@ def prediction_agreement(outcome: Outcome) -> PredictionAgreement:
 # ---- GPUs ----------------------------------------------------------------------------
 
 GPU = "nvidia.com/gpu"
+#: DRA drivers whose devices are GPUs (profiles' known GPU drivers, docs/profiles.md).
+DRA_GPU_DRIVERS = frozenset({"gpu.nvidia.com", "gpu.amd.com"})
 
 
 def gpus_in_use(outcome: Outcome) -> int:
-    """GPUs the kubelets hold at the end for workload pods (Running or starting)."""
+    """GPUs the kubelets hold at the end for workload pods (Running or starting):
+    device-plugin GPUs, and DRA GPUs of Running pods."""
     total = 0
     for pod in outcome.workload_pods():
         allocation = outcome.allocations.get(name_of(pod))
         if allocation is None or phase(pod) not in ("Pending", "Running"):
             continue
         total += sum(len(c.devices.get(GPU, ())) for c in allocation.containers)
+        total += len(
+            {
+                (r.driver, r.pool, r.device)
+                for c in allocation.containers
+                for claim in c.dynamic
+                for r in claim.resources
+                if r.driver in DRA_GPU_DRIVERS
+            }
+        )
     return total
 
 

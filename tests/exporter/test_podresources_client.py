@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from exporter.podresources_client import (
-    MAX_RECEIVE_BYTES,
     PodResourcesClient,
     PodResourcesTimeout,
     PodResourcesTooLarge,
     PodResourcesUnavailable,
     PodResourcesUnimplemented,
 )
+from exporter.podresources_settings import MAX_RECEIVE_BYTES
 from exporter.resources import (
     AllocatableResources,
     ContainerResources,

@@ -38,6 +38,13 @@ nodes:
   shape: {numaNodes: 2, coresPerNumaNode: 2, memoryPerNumaNode: 4Gi,
           devicesPerNumaNode: {nvidia.com/gpu: 1}}
 """
+DRA_PROFILE = """\
+nodes:
+- name: n
+  kubelet: {topologyManagerPolicy: single-numa-node, reservedSystemCPUs: "0"}
+  shape: {numaNodes: 2, coresPerNumaNode: 2, memoryPerNumaNode: 4Gi,
+          draDevicesPerNumaNode: {gpu.nvidia.com: 1}}
+"""
 POD = """\
 apiVersion: v1
 kind: Pod
@@ -93,6 +100,9 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (node0 / "cpulist").write_text("0-3\n")
     (d / "out").mkdir()
     (d / "plugins").mkdir()
+    (d / "dra-profile.yaml").write_text(DRA_PROFILE)
+    (d / "registry").mkdir()
+    (d / "cdi").mkdir()
     (d / "hostile").mkdir()
     return d
 
@@ -173,6 +183,17 @@ COMMANDS = {
     "fakenrt device-plugin": Command(
         ("fakenrt", "device-plugin"),
         (("--profile", "{d}/profile.yaml"), ("--dir", "{d}/plugins"), ("--register-timeout", "1")),
+    ),
+    "fakenrt dra-plugin": Command(
+        ("fakenrt", "dra-plugin"),
+        (
+            ("--profile", "{d}/dra-profile.yaml"),
+            ("--plugins-dir", "{d}/plugins"),
+            ("--registry-dir", "{d}/registry"),
+            ("--cdi-dir", "{d}/cdi"),
+            ("--kubeconfig", "{d}/kubeconfig.yaml"),
+            ("--register-timeout", "1"),
+        ),
     ),
     "fakenrt realnode render": Command(
         ("fakenrt", "realnode", "render"),
@@ -264,6 +285,8 @@ OPTIONS: dict[tuple[str, str], str] = {
     ("fakenrt controller", "--nrt-jitter"): "seconds",
     ("fakenrt controller", "--nrt-fingerprint-terminated-pods"): NOT_INPUTS,
     ("fakenrt controller", "--nrt-topology-policies"): NOT_INPUTS,
+    ("fakenrt controller", "--nrt-volcano"): NOT_INPUTS,
+    ("fakenrt controller", "--nrt-koordlet"): NOT_INPUTS,
     ("fakenrt controller", "--nrt-refresh"): "seconds",
     ("fakenrt controller", "--start-delay"): "seconds",
     ("fakenrt controller", "--default-run-duration"): "seconds",
@@ -303,6 +326,17 @@ OPTIONS: dict[tuple[str, str], str] = {
     ("fakenrt device-plugin", "--resource"): "name",
     ("fakenrt device-plugin", "--dir"): "output-dir",
     ("fakenrt device-plugin", "--register-timeout"): "seconds",
+    # fakenrt dra-plugin
+    ("fakenrt dra-plugin", "--profile"): "file",
+    ("fakenrt dra-plugin", "--node"): "name",
+    ("fakenrt dra-plugin", "--node-name"): "name",
+    ("fakenrt dra-plugin", "--driver"): "name",
+    ("fakenrt dra-plugin", "--plugins-dir"): "output-dir",
+    ("fakenrt dra-plugin", "--registry-dir"): "output-dir",
+    ("fakenrt dra-plugin", "--cdi-dir"): "output-dir",
+    ("fakenrt dra-plugin", "--kubeconfig"): CLIENT,
+    ("fakenrt dra-plugin", "--register-timeout"): "seconds",
+    ("fakenrt dra-plugin", "--publish"): NOT_INPUTS,
     # fakenrt realnode render
     ("fakenrt realnode render", "--profile"): "file",
     ("fakenrt realnode render", "--node"): "name",
@@ -628,6 +662,7 @@ VALID: dict[str, str] = {
     "fakenrt scheduler run": "serves",
     "fakenrt harness exporters": "exit 0",
     "fakenrt device-plugin": "registration with",
+    "fakenrt dra-plugin": "Connection refused",
     "fakenrt realnode render": "exit 0",
     "numa-exporter run": "serves",
     "numa-exporter observe": "podresources List failed",

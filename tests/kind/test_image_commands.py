@@ -18,7 +18,7 @@ import pytest
 
 from tests.cli_tree import scripts
 from tests.kind.cluster import REPO_ROOT, KindCluster, _lib_value
-from tests.test_docs import RUNNABLE, Block
+from tests.test_docs import USER_RUNNABLE, Block
 
 pytestmark = [pytest.mark.kind, pytest.mark.timeout(900)]
 
@@ -59,7 +59,7 @@ def _in_image(image: str, work: Path, script: str) -> subprocess.CompletedProces
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("block", RUNNABLE, ids=[b.id for b in RUNNABLE])
+@pytest.mark.parametrize("block", USER_RUNNABLE, ids=[b.id for b in USER_RUNNABLE])
 def test_a_documented_block_runs_in_the_image(image: str, scratch: Path, block: Block) -> None:
     done = _in_image(image, scratch, block.text)
     assert done.returncode == 0, f"{block.id}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"

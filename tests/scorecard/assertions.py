@@ -20,6 +20,11 @@ asserted, over the records (tests/scorecard/records.py):
    exporter closing it. Fewer, not none: with the exporter KAI mostly gets none, but
    occasionally one - a different mistake (three 2-GPU pods of one cycle sent to a node
    whose zones hold two), reported as a finding (docs/scorecard.md, docs/schedulers/kai.md).
+6. ``dra-misaligned-caught``: the stock kube-scheduler, allocating DRA GPUs without knowing
+   where the kubelet will pin the pod's CPUs, has pods the exporter reports misaligned in
+   scenarios i and k; with the GPU and the CPUs under one ``matchAttribute`` on the NUMA
+   node (j) none, and the pod no NUMA node can hold stays Pending: the silent failure made
+   visible, and the constraint that avoids it.
 
 An assertion whose scheduler is not registered is not applicable. One whose cells are
 missing fails when a whole matrix was run (``make scorecard``, ``make scorecard-ci``) and is
@@ -48,6 +53,10 @@ WITH_EXPORTER = Variant(exporter=True, lag=LAG_NONE)
 WITHOUT_EXPORTER = Variant(exporter=False, lag=LAG_NONE)
 STALE_SCENARIO = "d"
 STALE_VARIANT = Variant(exporter=True, lag=LAG_5S)
+#: The DRA scenarios where an allocator blind to the kubelet's CPUs misaligns a pod, and
+#: the one where a matchAttribute constraint aligns every pod that runs.
+DRA_MISALIGNED = ("i", "k")
+DRA_ALIGNED = "j"
 
 
 @dataclass(frozen=True)
@@ -183,12 +192,40 @@ def _hole(records: Sequence[Record], adapters: Sequence[Adapter]) -> Verdict:
     return _verdict("seed-000-hole", statement, failed=failed, missing=missing, evidence=evidence)
 
 
+def _dra(records: Sequence[Record], adapters: Sequence[Adapter]) -> Verdict:
+    statement = (
+        f"the {NUMA_BLIND} allocating DRA GPUs has pods the exporter reports misaligned in "
+        f"{' and '.join(DRA_MISALIGNED)}; under matchAttribute numaNode ({DRA_ALIGNED}) none, "
+        "and the pod no NUMA node holds stays Pending"
+    )
+    adapter = _default(adapters, NUMA_BLIND)
+    if adapter is None or not adapter.allocates_claims:
+        return Verdict("dra-misaligned-caught", statement, None, (f"{NUMA_BLIND}: no adapter",))
+    evidence, missing, failed = [], [], False
+    for scenario_id in (*DRA_MISALIGNED, DRA_ALIGNED):
+        scenario = SCENARIOS[scenario_id]
+        rec = _find(records, adapter.id, scenario_id, scenario.default_variant)
+        if rec is None:
+            missing.append(f"{adapter.id}/{scenario_id}/{scenario.default_variant.id}")
+            continue
+        misaligned, pending = rec.get("misaligned"), int(rec.get("pending") or 0)
+        if scenario_id == DRA_ALIGNED:
+            failed |= misaligned != 0 or pending == 0
+        else:
+            failed |= not misaligned
+        evidence.append(f"{'/'.join(_key(rec))}: {misaligned} misaligned, {pending} pending")
+    return _verdict(
+        "dra-misaligned-caught", statement, failed=failed, missing=missing, evidence=evidence
+    )
+
+
 ASSERTIONS: tuple[Callable[[Sequence[Record], Sequence[Adapter]], Verdict], ...] = (
     _harness,
     _claims,
     _blind,
     _stale,
     _hole,
+    _dra,
 )
 
 
@@ -216,6 +253,11 @@ def required_cells(adapters: Sequence[Adapter]) -> list[Cell]:
     cells += [
         Cell(a, SCENARIOS[STALE_SCENARIO], STALE_VARIANT) for a in adapters if a.trusts_stale_nrt
     ]
+    if blind is not None and blind.allocates_claims:
+        cells += [
+            Cell(blind, SCENARIOS[s], SCENARIOS[s].default_variant)
+            for s in (*DRA_MISALIGNED, DRA_ALIGNED)
+        ]
     hole = _default(adapters, SEED_HOLE)
     if hole is not None:
         cells += [

@@ -35,6 +35,12 @@ class Cell:
     def default_variant(self) -> bool:
         return self.variant == self.scenario.default_variant
 
+    @property
+    def not_applicable(self) -> str | None:
+        """Why the scheduler cannot be asked the scenario's question (a scenario whose pods
+        use ResourceClaims, a scheduler that allocates none); None: the cell runs."""
+        return self.scenario.not_applicable(self.scheduler)
+
 
 def _unique(cells: Iterable[Cell]) -> list[Cell]:
     return list({c.id: c for c in cells}.values())

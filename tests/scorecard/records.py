@@ -18,6 +18,7 @@ from tests.e2e.outcome import (
     Outcome,
     admission_failure,
     gpus_in_use,
+    misalignment_reports,
     node_of,
     phase,
     prediction_agreement,
@@ -44,6 +45,12 @@ def _count(outcome: Outcome, predicate: Callable[[Mapping[str, Any]], bool]) -> 
     return sum(1 for p in outcome.workload_pods() if predicate(p))
 
 
+def _misaligned(outcome: Outcome) -> int | None:
+    if outcome.misaligned_metric is None:
+        return None
+    return sum(1 for pod in outcome.workload if pod in outcome.misaligned_metric)
+
+
 def _findings(cell: Cell, outcome: Outcome) -> dict[str, list[str]]:
     return claim_problems(cell.scheduler, cell.scenario, outcome)
 
@@ -54,6 +61,7 @@ def _harness(cell: Cell, outcome: Outcome) -> dict[str, list[str]]:
         "held_twice": list(outcome.double_allocations),
         "exporter_disagrees": list(outcome.observation_mismatches),
         "nrt_not_converged": list(outcome.nrt_mismatches),
+        "misaligned_misreported": misalignment_reports(outcome),
     }
 
 
@@ -73,7 +81,7 @@ FIELDS: tuple[Field, ...] = (
         "whether this is the scheduler's default mode",
         lambda c, o: c.scheduler.default,
     ),
-    Field("scenario", "the scenario, `a`-`h` (docs/e2e.md)", lambda c, o: c.scenario.id),
+    Field("scenario", "the scenario, `a`-`k` (docs/e2e.md)", lambda c, o: c.scenario.id),
     Field(
         "variant",
         "`exporter`/`no-exporter` and `lag0`/`lag5` (5 s ± 3 s)",
@@ -154,6 +162,16 @@ FIELDS: tuple[Field, ...] = (
             "memory groups included"
         ),
         lambda c, o: prediction_agreement(o).exact,
+    ),
+    Field(
+        "misaligned",
+        (
+            "of those, Running with DRA devices on a NUMA node other than their exclusive CPUs "
+            "and memory, as the exporter reports them (`numa_exporter_dra_pod_misaligned`, held "
+            "to what the kubelets hold); null where nobody reads it (no ResourceClaims, no "
+            "exporter)"
+        ),
+        lambda c, o: _misaligned(o),
     ),
     Field(
         "gpus_in_use",
@@ -251,6 +269,15 @@ def failed_record(cell: Cell, error: str, *, command: str) -> dict[str, Any]:
         "harness_problems": {"error": [error]},
         "reproducer": {"command": command, "nodes": [], "pods": [], "timeline": []},
     }
+
+
+def not_applicable_record(cell: Cell, reason: str, *, command: str) -> dict[str, Any]:
+    """The record of a cell whose question the scheduler cannot be asked (it allocates no
+    ResourceClaims, the scenario's pods use them): nothing ran, nothing to judge."""
+    rec = failed_record(cell, "", command=command)
+    rec["harness_problems"] = {}
+    rec["not_applicable"] = reason
+    return rec
 
 
 def broken_claims(rec: Mapping[str, Any]) -> list[str]:

@@ -59,6 +59,8 @@ def anchor(rec: Record) -> str:
 
 
 def _classes(rec: Record) -> str:
+    if "not_applicable" in rec:
+        return "absent"
     if harness_problems(rec):
         kind = "harness"
     elif int(rec.get("topology_affinity_errors") or 0) > 0:
@@ -77,6 +79,8 @@ def _broken(rec: Record) -> bool:
 
 
 def _summary(rec: Record) -> str:
+    if "not_applicable" in rec:
+        return '<span class="n">n/a</span>'
     if "submitted" not in rec:
         return '<span class="n">did not run</span>'
     errors = int(rec.get("topology_affinity_errors") or 0)
@@ -88,6 +92,9 @@ def _summary(rec: Record) -> str:
     agreement = rec.get("prediction_agreement")
     if agreement is not None:
         lines.append(f'<span class="small">predicted zones right: {float(agreement):.0%}</span>')
+    misaligned = rec.get("misaligned")
+    if misaligned is not None:
+        lines.append(f'<span class="small">misaligned (DRA): {int(misaligned)}</span>')
     if rec.get("settled") is False:
         lines.append('<span class="small">did not settle</span>')
     return "<br>".join(lines)
@@ -244,6 +251,7 @@ def _cell(rec: Record) -> str:
         f'<section class="cell" id="{anchor(rec)}"><h3>{_e(rec.get("scheduler"))} · '
         f"{_e(rec.get('scenario'))} ({_e(title)}) · {_e(rec.get('variant'))}</h3>"
         f"<p>Rerun this cell: <code>{_e(reproducer.get('command', ''))}</code></p>"
+        + _problems("Not applicable", [rec["not_applicable"]] if "not_applicable" in rec else [])
         + _problems("The harness failed here", harness_problems(rec))
         + _problems("Contradicts the adapter's claims", made)
         + _problems("Findings (claims the adapter does not make)", others)

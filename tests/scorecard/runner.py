@@ -31,7 +31,13 @@ from tests.e2e.driver import drive, topology_for
 from tests.e2e.scenarios import SCENARIOS
 from tests.scorecard.assertions import Verdict, judge
 from tests.scorecard.matrix import Cell
-from tests.scorecard.records import FORMAT, failed_record, matrix_row, record
+from tests.scorecard.records import (
+    FORMAT,
+    failed_record,
+    matrix_row,
+    not_applicable_record,
+    record,
+)
 from tests.scorecard.report import render
 
 #: (topology, scheduler, controller name) -> a deployment not started yet.
@@ -42,7 +48,9 @@ _ERROR_CHARS = 6000
 
 
 def _expected_seconds(cell: Cell) -> float:
-    """A rough length, to start the longest cells first."""
+    """A rough length, to start the longest cells first (a cell not applicable: none)."""
+    if cell.not_applicable is not None:
+        return 0.0
     return float(cell.scenario.parameters.get("churn_seconds", 0)) + cell.scenario.settle_timeout_s
 
 
@@ -94,6 +102,8 @@ def run_cell(
     """One cell, from its deployment's start to its record; the deployment is in ``live``
     while it runs (so an interrupted run can stop it)."""
     command = rerun(cell)
+    if cell.not_applicable is not None:
+        return not_applicable_record(cell, cell.not_applicable, command=command)
     deployment: Deployment | None = None
     live = live if live is not None else {}
     try:
@@ -124,7 +134,10 @@ def run_cell(
 def exclusion(cell: Cell) -> str | None:
     """The group of cells that never run at the same time as this one: every cell of a
     scheduler that acts on the whole cluster (``one_per_cluster``: any of its modes), or
-    of an adapter with a fixed scheduler name; None: it runs beside anything."""
+    of an adapter with a fixed scheduler name; None: it runs beside anything (a cell not
+    applicable runs nothing)."""
+    if cell.not_applicable is not None:
+        return None
     if cell.scheduler.one_per_cluster:
         return f"scheduler {cell.scheduler.scheduler}"
     if cell.scheduler.fixed_name:
@@ -242,6 +255,8 @@ def run_cells(
 
 def one_line(rec: Mapping[str, Any]) -> str:
     """A record in a few words, for progress lines and the text table."""
+    if "not_applicable" in rec:
+        return f"not applicable: {rec['not_applicable']}"
     if "submitted" not in rec:
         error = (rec.get("harness_problems") or {}).get("error") or ["?"]
         return f"did not run: {str(error[0]).splitlines()[0][:200]}"
@@ -251,6 +266,8 @@ def one_line(rec: Mapping[str, Any]) -> str:
     )
     if rec.get("prediction_agreement") is not None:
         line += f" predicted-zones-right={rec['prediction_agreement']}"
+    if rec.get("misaligned") is not None:
+        line += f" misaligned={rec['misaligned']}"
     if not rec.get("settled", True):
         line += " (did not settle)"
     return line
@@ -258,8 +275,10 @@ def one_line(rec: Mapping[str, Any]) -> str:
 
 def text_table(records: Sequence[Mapping[str, Any]]) -> str:
     """The matrix as text: TopologyAffinityErrors / ran / submitted per scheduler and
-    variant row (``default``: each scenario's default variant) and scenario (columns);
-    ``-`` where the harness could not run the cell."""
+    variant row (``default``: each scenario's default variant) and scenario (columns),
+    then ``m`` and the misaligned pods where the exporter's report of them is read (the
+    DRA scenarios); ``-`` where the harness could not run the cell, ``n/a`` where the
+    scheduler cannot be asked the scenario's question."""
     scenarios = [s for s in SCENARIOS if any(r.get("scenario") == s for r in records)]
     rows = list(dict.fromkeys((str(r.get("scheduler")), matrix_row(r)) for r in records))
     by_key = {(r.get("scheduler"), matrix_row(r), r.get("scenario")): r for r in records}
@@ -271,10 +290,14 @@ def text_table(records: Sequence[Mapping[str, Any]]) -> str:
             rec = by_key.get((scheduler, row, s))
             if rec is None:
                 cells.append(f"{'':>9}")
+            elif "not_applicable" in rec:
+                cells.append(f"{'n/a':>9}")
             elif "submitted" not in rec:
                 cells.append(f"{'-':>9}")
             else:
                 value = f"{rec['topology_affinity_errors']}/{rec['running']}/{rec['submitted']}"
+                if rec.get("misaligned") is not None:
+                    value += f" m{rec['misaligned']}"
                 cells.append(f"{value:>9}")
         lines.append(f"{scheduler + ' ' + row:<{width}}  " + "  ".join(cells))
     return "\n".join(lines)

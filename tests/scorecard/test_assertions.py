@@ -12,7 +12,13 @@ from schedulers.reference import RECONSTRUCTION, STALE_NRT
 from tests.scorecard.assertions import Verdict, judge, required_cells
 
 #: Stand-ins with the families the assertions name (the real adapters need builds).
-BLIND = replace(RECONSTRUCTION, scheduler="kube-scheduler", mode="", claims=frozenset())
+BLIND = replace(
+    RECONSTRUCTION,
+    scheduler="kube-scheduler",
+    mode="",
+    claims=frozenset(),
+    allocates_claims=True,
+)
 KAI = replace(RECONSTRUCTION, scheduler="kai", mode="reconstruction")
 ADAPTERS = (RECONSTRUCTION, STALE_NRT, BLIND, KAI)
 
@@ -26,8 +32,12 @@ def rec(
     default: bool = True,
     findings: dict[str, list[str]] | None = None,
     harness: dict[str, list[str]] | None = None,
+    misaligned: int | None = None,
+    pending: int = 0,
 ) -> dict[str, Any]:
     return {
+        "misaligned": misaligned,
+        "pending": pending,
         "scheduler": scheduler.id,
         "scenario": scenario,
         "variant": variant,
@@ -51,6 +61,9 @@ CAUGHT = [
     rec(STALE_NRT, "d", "exporter-lag5", 4),
     rec(KAI, "g", "no-exporter-lag0", 2, default=False),
     rec(KAI, "g", "exporter-lag0", 0),
+    rec(BLIND, "i", "exporter-lag0", misaligned=1),
+    rec(BLIND, "k", "exporter-lag0", misaligned=1),
+    rec(BLIND, "j", "exporter-lag0", misaligned=0, pending=1),
 ]
 
 
@@ -61,6 +74,7 @@ def test_every_assertion_holds_on_a_run_that_shows_what_it_must() -> None:
         "numa-blind-caught": True,
         "stale-nrt-caught": True,
         "seed-000-hole": True,
+        "dra-misaligned-caught": True,
     }
 
 
@@ -77,6 +91,25 @@ def test_every_assertion_holds_on_a_run_that_shows_what_it_must() -> None:
         ),
         pytest.param({5: rec(KAI, "g", "exporter-lag0", 2)}, "seed-000-hole", id="hole-not-closed"),
         pytest.param({5: None}, "seed-000-hole", id="with-exporter-not-run"),
+        pytest.param(
+            {6: rec(BLIND, "i", "exporter-lag0", misaligned=0)},
+            "dra-misaligned-caught",
+            id="i-aligned",
+        ),
+        pytest.param(
+            {7: rec(BLIND, "k", "exporter-lag0")}, "dra-misaligned-caught", id="k-not-read"
+        ),
+        pytest.param(
+            {8: rec(BLIND, "j", "exporter-lag0", misaligned=1, pending=1)},
+            "dra-misaligned-caught",
+            id="j-misaligned",
+        ),
+        pytest.param(
+            {8: rec(BLIND, "j", "exporter-lag0", misaligned=0)},
+            "dra-misaligned-caught",
+            id="j-no-room-placed",
+        ),
+        pytest.param({6: None}, "dra-misaligned-caught", id="i-not-run"),
     ],
 )
 def test_an_assertion_fails_when_its_evidence_is_missing_or_wrong(
@@ -140,6 +173,9 @@ def test_required_cells_are_what_the_assertions_look_at() -> None:
         "reference-stale-nrt/d/exporter-lag5",
         "kai-reconstruction/g/no-exporter-lag0",
         "kai-reconstruction/g/exporter-lag0",
+        "kube-scheduler/i/exporter-lag0",
+        "kube-scheduler/j/exporter-lag0",
+        "kube-scheduler/k/exporter-lag0",
     }
 
 

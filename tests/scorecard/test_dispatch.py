@@ -87,10 +87,26 @@ def test_with_two_clusters_a_group_runs_once_on_each(monkeypatch: pytest.MonkeyP
         return {"scheduler": cell.scheduler.id}
 
     monkeypatch.setattr(runner, "run_cell", fake_run_cell)
-    cells = defaults([WIDE_A, WIDE_B], list(SCENARIOS.values()))
+    cells = [
+        c for c in defaults([WIDE_A, WIDE_B], list(SCENARIOS.values())) if not c.not_applicable
+    ]
     unused: Any = None
     kubes: list[Any] = [0, 1]  # the fake run_cell tells the clusters apart by their client
     two = [runner.Cluster(kube=k, backend=unused) for k in kubes]
     runner.run_cells(cells, clusters=two, rerun=lambda c: "", jobs=4)
     assert most == {0: 1, 1: 1}
     assert len(seen) == 16
+
+
+def test_a_cell_not_applicable_runs_nothing_and_says_why() -> None:
+    """A DRA scenario for a scheduler allocating no ResourceClaims: recorded as not
+    applicable without a deployment (no cluster is touched), shown as n/a, no harness
+    problem."""
+    cell = Cell(RECONSTRUCTION, SCENARIOS["i"], SCENARIOS["i"].default_variant)
+    unused: Any = None  # run_cell must not use them
+    rec = runner.run_cell(cell, kube=unused, backend=unused, rerun=lambda c: f"rerun {c.id}")
+    assert "does not allocate ResourceClaims" in rec["not_applicable"]
+    assert rec["harness_problems"] == {} and "submitted" not in rec
+    assert runner.one_line(rec).startswith("not applicable: reference-reconstruction")
+    assert runner.text_table([rec]).splitlines()[1].split()[-1] == "n/a"
+    assert runner.exclusion(replace(cell, scheduler=WIDE_A)) is None

@@ -21,7 +21,7 @@ SCENARIO_LIST = list(SCENARIOS.values())
 
 def test_full_is_every_adapter_scenario_and_variant_with_h_at_full_length() -> None:
     cells = matrix.full(ADAPTERS, SCENARIO_LIST)
-    assert len(cells) == len({c.id for c in cells}) == 2 * 8 * 4
+    assert len(cells) == len({c.id for c in cells}) == 2 * 11 * 4
     assert {c.variant for c in cells} == set(VARIANTS)
     (h,) = {c.scenario.parameters["churn_seconds"] for c in cells if c.scenario.id == "h"}
     assert h == FULL_SECONDS
@@ -32,7 +32,7 @@ def test_ci_is_every_default_variant_plus_what_the_assertions_need_once() -> Non
     adapters = (*ADAPTERS, kai)
     cells = matrix.with_required(matrix.defaults(adapters, SCENARIO_LIST), required_cells(adapters))
     ids = [c.id for c in cells]
-    assert len(ids) == len(set(ids)) == 3 * 8 + 1  # + KAI's g without exporter
+    assert len(ids) == len(set(ids)) == 3 * 11 + 1  # + KAI's g without exporter
     assert "kai-reconstruction/g/no-exporter-lag0" in ids
     assert all(c.default_variant for c in cells if c.id != "kai-reconstruction/g/no-exporter-lag0")
     assert {c.scenario.parameters.get("churn_seconds") for c in cells} == {None, CI_SECONDS}
@@ -72,8 +72,31 @@ def test_the_ci_plan_is_every_schedulers_default_mode_plus_what_the_assertions_n
     defaults_ = {a.id for a in registry.adapters() if a.default}
     assert {c.scheduler.id for c in ci} == defaults_ | {"reference-stale-nrt"}
     assert [c.id for c in ci if not c.scheduler.default] == ["reference-stale-nrt/d/exporter-lag5"]
-    assert len(ci) == len(defaults_) * 8 + 1 + sum(
+    assert len(ci) == len(defaults_) * 11 + 1 + sum(
         1 for a in registry.adapters() if a.default and a.scheduler == "kai"
     )
     full = plan(_parser().parse_args(["--matrix", "full"]))
-    assert len(full) == len(registry.adapters()) * 8 * 4
+    assert len(full) == len(registry.adapters()) * 11 * 4
+
+
+def test_the_dra_scenarios_are_not_applicable_to_a_scheduler_allocating_no_claims() -> None:
+    """i, j, k (their pods use ResourceClaims) are cells of every adapter, applicable only
+    to one that allocates claims (``allocates_claims``: the stock kube-scheduler)."""
+    kube = next(a for a in registry.adapters() if a.scheduler == "kube-scheduler")
+    assert kube.allocates_claims
+    cells = matrix.defaults((RECONSTRUCTION, kube), SCENARIO_LIST)
+    not_applicable = {c.id: c.not_applicable for c in cells if c.not_applicable}
+    assert sorted(not_applicable) == [
+        f"reference-reconstruction/{s}/exporter-lag0" for s in ("i", "j", "k")
+    ]
+    assert all("does not allocate ResourceClaims" in r for r in not_applicable.values())
+    assert [c.id for c in cells if c.scheduler is kube and c.scenario.needs_claims] == [
+        f"kube-scheduler/{s}/exporter-lag0" for s in ("i", "j", "k")
+    ]
+
+
+def test_on_kind_the_dra_scenarios_are_left_out_and_a_dra_cell_is_refused() -> None:
+    kind = plan(_parser().parse_args(["--kind"]))
+    assert kind and not any(c.scenario.needs_claims for c in kind)
+    with pytest.raises(ValueError, match="local control plane only"):
+        plan(_parser().parse_args(["--kind", "--cell", "kube-scheduler/i/exporter-lag0"]))

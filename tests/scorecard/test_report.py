@@ -182,3 +182,17 @@ def test_any_records_give_a_well_formed_page_whose_links_resolve(
     _, page = _page(unique)
     assert page.balanced and not page.stack
     assert set(page.links) <= set(page.ids)
+
+
+def test_a_dra_cell_shows_its_misaligned_pods_and_one_not_applicable_says_so() -> None:
+    dra = rec("kube-scheduler", "i", claims=(), findings={"aligned": ["far: runs misaligned"]})
+    dra["misaligned"] = 1
+    na = rec("reference-reconstruction", "i", ran=False)
+    na["not_applicable"] = "reference-reconstruction does not allocate ResourceClaims"
+    text, page = _page([dra, na])
+    assert page.balanced
+    assert page.cell_classes[anchor(dra)] == "cell finding"
+    assert page.cell_classes[anchor(na)] == "cell absent"
+    assert "misaligned (DRA): 1" in text
+    assert '<span class="n">n/a</span>' in text
+    assert "reference-reconstruction does not allocate ResourceClaims" in text

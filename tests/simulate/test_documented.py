@@ -1,5 +1,5 @@
-"""What the README and docs/simulate.md say about the bundled scenario is what the code
-prints: the documented output is compared with a run, and the README's figures with the
+"""What the README and docs/simulate.md say about the bundled scenarios is what the code
+prints: the documented outputs are compared with runs, and the README's figures with the
 run's. (A change that moves a number fails here, and the docs are updated with it.)"""
 
 from __future__ import annotations
@@ -40,6 +40,29 @@ def test_the_documented_output_is_what_the_bundled_scenario_prints(
     found = re.search(re.escape(MARKER) + r"\n```\n(.*?)```\n", text, flags=re.S)
     assert found is not None, "the marked output block is missing from docs/simulate.md"
     assert found.group(1) == bundled[0]
+
+
+DRA_COMMAND = [
+    "simulate",
+    "--scenario",
+    str(ROOT / "fakenrt" / "examples" / "simulate" / "dra.yaml"),
+    "--no-progress",
+    "--jobs",
+    "2",
+]
+DRA_MARKER = (
+    "<!-- output of `fakenrt simulate --scenario fakenrt/examples/simulate/dra.yaml "
+    "--no-progress`, checked by tests/simulate/test_documented.py -->"
+)
+
+
+def test_the_documented_dra_example_is_what_it_prints() -> None:
+    done = CliRunner().invoke(main, DRA_COMMAND)
+    assert done.exit_code == 0, done.output
+    text = (ROOT / "docs" / "simulate.md").read_text()
+    found = re.search(re.escape(DRA_MARKER) + r"\n```\n(.*?)```\n", text, flags=re.S)
+    assert found is not None, "the marked DRA output block is missing from docs/simulate.md"
+    assert found.group(1) == done.output
 
 
 def test_the_readmes_figures_are_the_runs(bundled: tuple[str, dict[str, Any]]) -> None:

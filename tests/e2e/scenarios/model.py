@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from schedulers.adapter import Claim
+from schedulers.adapter import Adapter, Claim
 from tests.e2e.variants import LAG_NONE, Lag, Variant
 
 if TYPE_CHECKING:
@@ -36,10 +36,25 @@ class PodTemplate:
     node: int | None = None
     #: Seconds to wait (pacing, not waiting for an outcome) before submitting it.
     delay_s: float = 0.0
+    #: GPUs asked for through Dynamic Resource Allocation: a request of the pod's own
+    #: ResourceClaim (``<pod>-claim``) for that many devices of the ``gpu.nvidia.com``
+    #: DeviceClass, beside the container's ``cpu`` (the kubelet's exclusive CPUs).
+    dra_gpus: int = 0
+    #: CPUs asked for through DRA too: a request of the same claim for a ``dra.cpu`` device
+    #: consuming this many CPUs of its capacity (the CPU driver, docs/profiles.md).
+    dra_cpus: int = 0
+    #: A ``matchAttribute: resource.kubernetes.io/numaNode`` constraint over the claim's
+    #: requests: the allocator must take every device from one NUMA node.
+    same_numa_node: bool = False
 
     @property
     def prebound(self) -> bool:
         return self.node is not None
+
+    @property
+    def claims(self) -> bool:
+        """It uses a ResourceClaim."""
+        return bool(self.dra_gpus or self.dra_cpus)
 
 
 @dataclass(frozen=True)
@@ -116,6 +131,9 @@ class Scenario:
     settle_timeout_s: float = 120.0
     #: Figures a reader needs about this run of the scenario (e.g. the churn's length).
     parameters: Mapping[str, Any] = field(default_factory=dict)
+    #: Its pods use ResourceClaims: only a scheduler that allocates claims
+    #: (``Adapter.allocates_claims``) can place them.
+    needs_claims: bool = False
 
     @property
     def pods(self) -> tuple[PodTemplate, ...]:
@@ -130,6 +148,15 @@ class Scenario:
     def prebound(self) -> tuple[str, ...]:
         """The pods bound without any scheduler."""
         return tuple(p.name for p in self.pods if p.prebound)
+
+    def not_applicable(self, scheduler: Adapter) -> str | None:
+        """Why ``scheduler`` cannot be asked this scenario's question (None: it can)."""
+        if self.needs_claims and not scheduler.allocates_claims:
+            return (
+                f"{scheduler.id} does not allocate ResourceClaims (allocates_claims), "
+                f"scenario {self.id}'s pods use them"
+            )
+        return None
 
 
 def with_lag(nodes: tuple[dict[str, Any], ...], lag: Lag) -> tuple[dict[str, Any], ...]:
