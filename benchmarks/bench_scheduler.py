@@ -143,7 +143,9 @@ def bench_node(label: str, topology: NumaTopology, spec: PodSpec) -> None:
     )
 
 
-def bench_cluster(nodes: int) -> None:
+def cluster_snapshot(nodes: int) -> ClusterSnapshot:
+    """``nodes`` two-zone single-numa-node nodes (64 CPUs, 4 GPUs, 256Gi per zone), each
+    with two pods of 2 GPUs on zone 0, one observed and one predicted."""
     snaps = []
     pods = []
     used = '[{"zone":"node-0","amount":{"cpu":"16","memory":"68719476736","nvidia.com/gpu":"2"}}]'
@@ -171,7 +173,12 @@ def bench_cluster(nodes: int) -> None:
                     phase="Running",
                 )
             )
-    snapshot = ClusterSnapshot(nodes=tuple(snaps), pods=tuple(pods))
+    return ClusterSnapshot(nodes=tuple(snaps), pods=tuple(pods))
+
+
+def bench_cluster(nodes: int) -> None:
+    snapshot = cluster_snapshot(nodes)
+    pods = snapshot.pods
     plugin = NumaPlugin()
     incoming = pod("incoming", cpu=32, gpu=4, memory_gi=128)
     build = schedule = float("inf")

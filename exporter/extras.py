@@ -20,7 +20,7 @@ DISTRIBUTION = "numa-testkit"
 
 #: Top-level modules (or packages) each extra provides, by extra.
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
-    "fakenrt": ("click", "matplotlib"),
+    "fakenrt": ("click", "matplotlib", "xxhash"),
     "distributed": ("distributed",),
 }
 

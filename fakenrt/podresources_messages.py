@@ -1,7 +1,8 @@
 """The podresources v1 messages a kubelet would send for a node profile and its pods. Pure:
 builds protobuf values (the generated ``protos.podresources.v1.api_pb2`` messages) and
-imports no gRPC, so the fake server (:mod:`fakenrt.podresources_server`) and an in-process
-simulation (``fakenrt simulate``) hand the exporter the very same messages.
+imports no gRPC. The fake server (:mod:`fakenrt.podresources_server`) sends them; the same
+facts as the exporter's typed values are :mod:`fakenrt.podresources_report` (a test
+requires the exporter's decoding of these messages to equal them).
 """
 
 from __future__ import annotations
@@ -9,23 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fakenrt.kubelet.allocation import INIT, ContainerAllocation, DynamicResource, PodAllocation
+from fakenrt.podresources_report import DeviceNuma
 from fakenrt.profiles.model import NodeProfile
 from protos.podresources.v1 import api_pb2
-
-DeviceNuma = dict[tuple[str, str], int | None]
-
-
-def device_numa(profile: NodeProfile) -> DeviceNuma:
-    """(resource, device id) -> the device's NUMA node, None for no-affinity devices."""
-    out: DeviceNuma = {}
-    for zone in profile.zones:
-        for resource, devices in zone.devices.items():
-            for device_id in devices.ids:
-                out[(resource, device_id)] = zone.id
-    for resource, devices in profile.devices.items():
-        for device_id in devices.ids:
-            out[(resource, device_id)] = None
-    return out
 
 
 def _topology(numa: Iterable[int]) -> api_pb2.TopologyInfo:

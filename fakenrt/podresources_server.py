@@ -43,12 +43,8 @@ from typing import Protocol
 import grpc
 
 from fakenrt.kubelet.allocation import PodAllocation
-from fakenrt.podresources_messages import (
-    DeviceNuma,
-    allocatable_message,
-    device_numa,
-    pod_message,
-)
+from fakenrt.podresources_messages import allocatable_message, pod_message
+from fakenrt.podresources_report import DeviceNuma, device_numa
 from fakenrt.profiles.model import NodeProfile
 from protos.podresources.v1 import api_pb2, api_pb2_grpc
 

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
+from functools import cached_property
 from typing import Any, TypeVar
 
 from exporter.quantities import QuantityError, parse_decimal
@@ -102,9 +103,18 @@ class PodSpec:
     def sidecars(self) -> tuple[ContainerSpec, ...]:
         return tuple(c for c in self.init_containers if c.restartable)
 
+    @cached_property
+    def qos(self) -> QOSClass:
+        """The pod's QoS class (:func:`qos_class`), computed once."""
+        return _qos_class(self)
+
 
 def qos_class(pod: PodSpec) -> QOSClass:
     """The pod's QoS class, as the API server computes ``status.qosClass``."""
+    return pod.qos
+
+
+def _qos_class(pod: PodSpec) -> QOSClass:
     requests: dict[str, Decimal] = {}
     limits: dict[str, Decimal] = {}
     guaranteed = True

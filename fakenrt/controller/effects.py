@@ -7,11 +7,45 @@ node it belongs to, so an executor can keep per-node (and per-object) order.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from fakenrt.kubelet.allocation import PodAllocation
+from fakenrt.kubelet.memory_checkpoint import MemoryCheckpoint, encode_memory_checkpoint
+from fakenrt.nrt.koordlet import KoordinatorPod
+
+
+class Rendered(Mapping[str, Any]):
+    """An API body computed when first read: the core describes every write in full, and
+    the executor renders it, while an in-process reader (a simulation) reads only a few
+    ``known`` items - given at construction, equal to the rendered ones - and never pays
+    for the rest."""
+
+    def __init__(self, render: Callable[[], Mapping[str, Any]], **known: Any) -> None:
+        self._render = render
+        self._value: Mapping[str, Any] | None = None
+        #: Items answered without rendering (the same as the rendered body's).
+        self.known = known
+
+    def rendered(self) -> Mapping[str, Any]:
+        if self._value is None:
+            self._value = self._render()
+        return self._value
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self.known:
+            return self.known[key]
+        return self.rendered()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.rendered())
+
+    def __len__(self) -> int:
+        return len(self.rendered())
+
+    def __repr__(self) -> str:
+        return repr(self.rendered())
 
 
 @dataclass(frozen=True)
@@ -64,6 +98,21 @@ class CreatePod:
 
 
 @dataclass(frozen=True)
+class NrtSnapshot:
+    """What a publication of a fake node's NRT renders: the zones' usage and the pods
+    counted in it, and for the other agents' formats the allocations themselves and what
+    koordlet reads of the pods holding them."""
+
+    usage: Mapping[int, Mapping[str, int]]
+    #: ``namespace/name`` of the pods holding exclusive resources (the fingerprint's set).
+    pods: tuple[str, ...]
+    #: Every pod holding resources on the node (the foreign ones first).
+    allocations: tuple[PodAllocation, ...] = ()
+    #: ``namespace/name`` -> what koordlet reads of the pod's object.
+    koordinator: Mapping[str, KoordinatorPod] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class PublishNrt:
     """Create or update the node's NodeResourceTopology object with ``body``."""
 
@@ -71,6 +120,9 @@ class PublishNrt:
     body: Mapping[str, Any]
     #: A periodic refresh of an unchanged state (not a change becoming visible).
     refresh: bool = False
+    #: The fake node's state the body renders (an in-process reader takes it as it is,
+    #: without reading the body back); None when the body comes from elsewhere.
+    snapshot: NrtSnapshot | None = None
 
 
 @dataclass(frozen=True)
@@ -117,7 +169,15 @@ class RecordMemoryCheckpoint:
     ``fakenrt.io/memory-manager-state``; only the newest value matters."""
 
     node: str
-    value: str
+    #: The checkpoint, or its encoding.
+    checkpoint: MemoryCheckpoint | str
+
+    @property
+    def value(self) -> str:
+        """The annotation's value (encoded when first asked)."""
+        if isinstance(self.checkpoint, str):
+            return self.checkpoint
+        return encode_memory_checkpoint(self.checkpoint)
 
 
 @dataclass(frozen=True)

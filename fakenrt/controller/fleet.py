@@ -166,7 +166,15 @@ class Fleet:
             return []
         if kind == "MODIFIED" and _echo(model, manifest):
             return []
-        pod = observe_pod(manifest)
+        return self.pod_seen(kind, observe_pod(manifest))
+
+    def pod_seen(self, kind: str, pod: ObservedPod) -> list[Effect]:
+        """One watch event for a pod already read (:func:`observe_pod`): what
+        :meth:`pod_event` does once it has read the manifest. An in-process caller that
+        holds pods as values (a simulation) hands them over without a manifest."""
+        model = self.nodes.get(pod.node)
+        if model is None:
+            return []
         now = self.clock()
         if kind == "DELETED":
             return model.deleted(pod, now)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -30,12 +30,14 @@ from fakenrt.controller.effects import (
     CreatePod,
     DeletePod,
     Effect,
+    NrtSnapshot,
     PatchPodStatus,
     PublishNrt,
     PublishNumatopology,
     RecordMemoryCheckpoint,
     RecordNodeEvent,
     RecordPodEvent,
+    Rendered,
     ServePodResources,
     WithdrawPodResources,
 )
@@ -62,13 +64,14 @@ from fakenrt.kubelet.allocation_codec import decode_allocation, encode_allocatio
 from fakenrt.kubelet.dra import FAILED_PREPARE, ClaimLookup, ClaimProblem, claim_names
 from fakenrt.kubelet.explain_dra import pending_message
 from fakenrt.kubelet.memory_checkpoint import (
+    MemoryCheckpoint,
     MemoryCheckpointError,
     decode_memory_checkpoint,
     encode_memory_checkpoint,
 )
 from fakenrt.kubelet.node import NodeState
 from fakenrt.nrt import render_nrt
-from fakenrt.nrt.koordlet import KoordinatorPod, render_koordlet_nrt
+from fakenrt.nrt.koordlet import render_koordlet_nrt
 from fakenrt.nrt.loaded import exclusive_pods, foreign_pods, holds_exclusive, node_allocations
 from fakenrt.nrt.volcano import render_numatopology
 from fakenrt.podspec import PodSpec
@@ -122,21 +125,6 @@ class TrackedPod:
     @property
     def holds(self) -> bool:
         return self.stage in (Stage.PREPARING, Stage.STARTING, Stage.RUNNING)
-
-
-@dataclass(frozen=True)
-class NrtSnapshot:
-    """What a publication renders: the zones' usage and the pods counted in it, and for
-    the other agents' formats the allocations themselves and what koordlet reads of the
-    pods holding them."""
-
-    usage: Mapping[int, Mapping[str, int]]
-    #: ``namespace/name`` of the pods holding exclusive resources (the fingerprint's set).
-    pods: tuple[str, ...]
-    #: Every pod holding resources on the node (the foreign ones first).
-    allocations: tuple[PodAllocation, ...] = ()
-    #: ``namespace/name`` -> what koordlet reads of the pod's object.
-    koordinator: Mapping[str, KoordinatorPod] = field(default_factory=dict)
 
 
 class NodeModel:
@@ -193,7 +181,9 @@ class NodeModel:
         #: Why the simulated kubelet refused to start (its recorded Memory Manager state is
         #: not the one its blocks give); None when it runs. Set by :meth:`recover` only.
         self.refused: str | None = None
-        # The Memory Manager state last recorded on the Node (None: none known).
+        # The Memory Manager state last recorded on the Node: the state itself, or (after
+        # a start, until the first record) the value found there; None: none known.
+        self._last_checkpoint: MemoryCheckpoint | None = None
         self._recorded_state: str | None = None
 
     @property
@@ -242,7 +232,17 @@ class NodeModel:
     def publications(self, snapshot: NrtSnapshot, *, refresh: bool = False) -> list[Effect]:
         """Every object the node's agents publish for ``snapshot``: its NRT and, with
         ``nrt.volcano``, Volcano's Numatopology - one state, one lag, several formats."""
-        effects: list[Effect] = [PublishNrt(self.name, self.render(snapshot), refresh=refresh)]
+        # The NRT body is rendered when the executor writes it; an in-process reader takes
+        # the snapshot instead - for the topology exporter's v1alpha2 only (koordlet's
+        # object is another format: read from its body).
+        effects: list[Effect] = [
+            PublishNrt(
+                self.name,
+                Rendered(lambda: self.render(snapshot)),
+                refresh=refresh,
+                snapshot=None if self.koordlet else snapshot,
+            )
+        ]
         if self.volcano:
             body = render_numatopology(self.profile, snapshot.allocations)
             effects.append(PublishNumatopology(self.name, body, refresh=refresh))
@@ -263,15 +263,23 @@ class NodeModel:
 
     def _record_state(self) -> list[Effect]:
         """Record the static Memory Manager's state on the Node when it changed (the
-        kubelet's ``memory_manager_state``)."""
+        kubelet's ``memory_manager_state``). Compared with the last state recorded (equal
+        states, equal encodings), or after a start with the value found on the Node; the
+        effect encodes it when written."""
         checkpoint = self.state.memory_checkpoint()
         if checkpoint is None:
             return []
-        value = encode_memory_checkpoint(checkpoint)
-        if value == self._recorded_state:
+        if self._last_checkpoint is not None:
+            if checkpoint == self._last_checkpoint:
+                return []
+        elif (
+            self._recorded_state is not None
+            and encode_memory_checkpoint(checkpoint) == self._recorded_state
+        ):
+            self._last_checkpoint = checkpoint
             return []
-        self._recorded_state = value
-        return [RecordMemoryCheckpoint(self.name, value)]
+        self._last_checkpoint = checkpoint
+        return [RecordMemoryCheckpoint(self.name, checkpoint)]
 
     def publish_now(self) -> list[Effect]:
         """Publish the current state at once, dropping pending lagged changes (used after a
@@ -420,7 +428,8 @@ class NodeModel:
         # The rebuilt state is published whole afterwards (publish_now), not step by step.
         self.lag.clear()
         self._timers.cancel(self._key(PUBLISH))
-        self._recorded_state = on_the_node  # the rebuilt state is recorded by publish_now
+        # The rebuilt state is recorded by publish_now, compared with the Node's value.
+        self._recorded_state, self._last_checkpoint = on_the_node, None
         later = PublishNrt | PublishNumatopology | ServePodResources | RecordMemoryCheckpoint
         return [e for e in effects if not isinstance(e, later)]
 
@@ -444,7 +453,7 @@ class NodeModel:
                 f"as if absent"
             )
             return [self._node_warning(MEMORY_STATE_UNREADABLE, message, now)]
-        self._recorded_state = value
+        self._recorded_state, self._last_checkpoint = value, None
         problem = self.state.checkpoint_problem(checkpoint)
         if problem is None:
             return []
@@ -546,16 +555,25 @@ class NodeModel:
         self.pods[pod.key] = tracked
         error = self.state.prepare(pod.key, self.claims)
         effects = self._changed(now)
-        annotations: dict[str, str] = {}
-        if pod.sequence != sequence:
-            annotations[SEQUENCE_ANNOTATION] = str(sequence)
-        recorded = encode_allocation(allocation)
-        if pod.allocation != recorded:
-            annotations[ALLOCATION_ANNOTATION] = recorded
+
+        def recorded() -> dict[str, str]:
+            out: dict[str, str] = {}
+            if pod.sequence != sequence:
+                out[SEQUENCE_ANNOTATION] = str(sequence)
+            value = encode_allocation(allocation)
+            if pod.allocation != value:
+                out[ALLOCATION_ANNOTATION] = value
+            return out
+
+        # A pod admitted for the first time carries no recorded allocation yet: both
+        # annotations are written, encoded when the write is made.
+        annotations: Mapping[str, str] = (
+            Rendered(recorded) if pod.allocation is None else recorded()
+        )
         if error is not None and not (pod.phase == "Running" and pod.started is not None):
             tracked.stage = Stage.PREPARING
-            status = pending_status(pod, at=now, host_ip=self.identity.internal_ip)
-            effects.append(self._patch(pod, status, annotations))
+            pending = pending_status(pod, at=now, host_ip=self.identity.internal_ip)
+            effects.append(self._patch(pod, pending, annotations))
             self._timers.set(self._key(PREPARE, pod.key), now + PREPARE_GRACE_S)
             return effects
         if pod.phase == "Running" and pod.started is not None:
@@ -567,7 +585,8 @@ class NodeModel:
                 effects.append(self._patch(pod, {}, annotations))
             return effects + self._schedule_completion(tracked, now)
         if self.settings.start_delay > 0:
-            status = pending_status(pod, at=now, host_ip=self.identity.internal_ip)
+            host_ip = self.identity.internal_ip
+            status = Rendered(lambda: pending_status(pod, at=now, host_ip=host_ip), phase="Pending")
             effects.append(self._patch(pod, status, annotations))
             self._timers.set(self._key(START, pod.key), now + self.settings.start_delay)
             return effects
@@ -642,7 +661,12 @@ class NodeModel:
         self, pod: ObservedPod, status: Mapping[str, Any], annotations: Mapping[str, str] = {}
     ) -> PatchPodStatus:
         return PatchPodStatus(
-            self.name, pod.namespace, pod.name, pod.uid, dict(status), dict(annotations)
+            self.name,
+            pod.namespace,
+            pod.name,
+            pod.uid,
+            status if isinstance(status, Rendered) else dict(status),
+            annotations if isinstance(annotations, Rendered) else dict(annotations),
         )
 
     # ---- lifecycle timers ------------------------------------------------------------
@@ -654,12 +678,12 @@ class NodeModel:
         tracked.started_at = now
         tracked.ip_host = self._take_host(tracked.pod)
         pod_ip = self.identity.pod_ip(tracked.ip_host) if tracked.ip_host else ""
-        status = running_status(
-            tracked.pod,
-            admitted_at=tracked.admitted_at,
-            at=now,
-            host_ip=self.identity.internal_ip,
-            pod_ip=pod_ip,
+        pod, admitted_at, host_ip = tracked.pod, tracked.admitted_at, self.identity.internal_ip
+        status = Rendered(
+            lambda: running_status(
+                pod, admitted_at=admitted_at, at=now, host_ip=host_ip, pod_ip=pod_ip
+            ),
+            phase="Running",
         )
         return [
             self._patch(tracked.pod, status, annotations),
@@ -699,7 +723,10 @@ class NodeModel:
             return self._retry_prepare(tracked, now)
         if kind == COMPLETE and tracked.stage is Stage.RUNNING:
             started = tracked.started_at if tracked.started_at is not None else now
-            status = succeeded_status(tracked.pod, started_at=started, at=now)
+            done = tracked.pod
+            status = Rendered(
+                lambda: succeeded_status(done, started_at=started, at=now), phase="Succeeded"
+            )
             effects = self._release(tracked, now)
             if tracked.ip_host is not None:  # a finished pod's sandbox and IP are gone
                 self._hosts_in_use.discard(tracked.ip_host)

@@ -25,7 +25,8 @@ packed algorithm when it cannot (:func:`take_distributed`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import cached_property
 
 from fakenrt.kubelet.topology import CpuTopology
 from fakenrt.profiles.model import CpuPolicyOptions
@@ -33,6 +34,61 @@ from fakenrt.profiles.model import CpuPolicyOptions
 
 class CpuAllocationError(ValueError):
     """Not enough CPUs to take."""
+
+
+class _View:
+    """The free CPUs grouped by NUMA node, socket and core, and which of those hold each
+    other's free CPUs - each computed when first asked, by intersecting the free set with
+    the topology's groups; valid until the next ``take``."""
+
+    def __init__(self, topo: CpuTopology, free: set[int]) -> None:
+        self.topo = topo
+        self.free = free
+        self.numa_order: list[int] | None = None
+        self.socket_order: list[int] | None = None
+
+    @staticmethod
+    def _groups(free: set[int], groups: Mapping[int, frozenset[int]]) -> dict[int, set[int]]:
+        out: dict[int, set[int]] = {}
+        for key, cpus in groups.items():
+            held = free & cpus
+            if held:
+                out[key] = held
+        return out
+
+    def _members(
+        self,
+        key: int,
+        members: Mapping[int, tuple[int, ...]],
+        pairs: Mapping[tuple[int, int], frozenset[int]],
+    ) -> set[int]:
+        """The groups of ``members[key]`` that hold free CPUs of group ``key``."""
+        free = self.free
+        return {m for m in members.get(key, ()) if not free.isdisjoint(pairs[(key, m)])}
+
+    @cached_property
+    def by_numa(self) -> dict[int, set[int]]:
+        return self._groups(self.free, self.topo.numa_cpus)
+
+    @cached_property
+    def by_socket(self) -> dict[int, set[int]]:
+        return self._groups(self.free, self.topo.socket_cpus)
+
+    @cached_property
+    def by_core(self) -> dict[int, set[int]]:
+        return self._groups(self.free, self.topo.core_cpus)
+
+    def sockets_in_numa(self, numa: int) -> set[int]:
+        return self._members(numa, self.topo.sockets_of_numa, self.topo.numa_socket_cpus)
+
+    def numas_in_socket(self, socket: int) -> set[int]:
+        return self._members(socket, self.topo.numas_of_socket, self.topo.socket_numa_cpus)
+
+    def cores_in_socket(self, socket: int) -> set[int]:
+        return self._members(socket, self.topo.cores_of_socket, self.topo.socket_core_cpus)
+
+    def cores_in_numa(self, numa: int) -> set[int]:
+        return self._members(numa, self.topo.cores_of_numa, self.topo.numa_core_cpus)
 
 
 class _Accumulator:
@@ -46,6 +102,7 @@ class _Accumulator:
         self.spread = spread
         # NUMA nodes above sockets when there are at least as many sockets as NUMA nodes.
         self.numa_first = topo.num_sockets >= topo.num_numa_nodes
+        self._view: _View | None = None
 
     # -- views of the free CPUs ------------------------------------------------------
     def _free_in(
@@ -59,64 +116,70 @@ class _Accumulator:
                 out.setdefault(key, set()).add(cpu)
         return out
 
+    def view(self) -> _View:
+        if self._view is None:
+            self._view = _View(self.topo, self.free)
+        return self._view
+
     def _numa(self, cpu: int) -> int:
-        return self.topo.cpus[cpu].numa
+        return self.topo.numa_of[cpu]
 
     def _socket(self, cpu: int) -> int:
-        return self.topo.cpus[cpu].socket
+        return self.topo.socket_of[cpu]
 
     def _core(self, cpu: int) -> int:
-        return self.topo.cpus[cpu].core
+        return self.topo.core_of[cpu]
 
     @staticmethod
     def _sorted(groups: dict[int, set[int]], ids: Iterable[int]) -> list[int]:
         return sorted(ids, key=lambda i: (len(groups.get(i, ())), i))
 
     def sorted_numa_nodes(self) -> list[int]:
-        by_numa = self._free_in(self._numa)
-        if self.numa_first:
-            return self._sorted(by_numa, by_numa)
-        result: list[int] = []
-        for socket in self.sorted_sockets():
-            ids = {self._numa(c) for c in self.free if self._socket(c) == socket}
-            result.extend(self._sorted(by_numa, ids))
-        return result
+        view = self.view()
+        if view.numa_order is None:
+            if self.numa_first:
+                view.numa_order = self._sorted(view.by_numa, view.by_numa)
+            else:
+                order: list[int] = []
+                for socket in self.sorted_sockets():
+                    order.extend(self._sorted(view.by_numa, view.numas_in_socket(socket)))
+                view.numa_order = order
+        return list(view.numa_order)
 
     def sorted_sockets(self) -> list[int]:
-        by_socket = self._free_in(self._socket)
-        if not self.numa_first:
-            return self._sorted(by_socket, by_socket)
-        result: list[int] = []
-        for numa in self.sorted_numa_nodes():
-            ids = {self._socket(c) for c in self.free if self._numa(c) == numa}
-            result.extend(self._sorted(by_socket, ids))
-        return result
+        view = self.view()
+        if view.socket_order is None:
+            if not self.numa_first:
+                view.socket_order = self._sorted(view.by_socket, view.by_socket)
+            else:
+                order: list[int] = []
+                for numa in self.sorted_numa_nodes():
+                    order.extend(self._sorted(view.by_socket, view.sockets_in_numa(numa)))
+                view.socket_order = order
+        return list(view.socket_order)
 
     def sorted_cores(self) -> list[int]:
-        by_core = self._free_in(self._core)
+        view = self.view()
         result: list[int] = []
         if self.numa_first:
             for socket in self.sorted_sockets():
-                ids = {self._core(c) for c in self.free if self._socket(c) == socket}
-                result.extend(self._sorted(by_core, ids))
+                result.extend(self._sorted(view.by_core, view.cores_in_socket(socket)))
         else:
             for numa in self.sorted_numa_nodes():
-                ids = {self._core(c) for c in self.free if self._numa(c) == numa}
-                result.extend(self._sorted(by_core, ids))
+                result.extend(self._sorted(view.by_core, view.cores_in_numa(numa)))
         return result
 
     def sorted_cpus(self) -> list[int]:
         """``sortAvailableCPUsPacked`` (core by core) or ``sortAvailableCPUsSpread`` (per
         socket, in CPU id order)."""
         out: list[int] = []
+        view = self.view()
         if self.spread:
-            by_socket = self._free_in(self._socket)
             for socket in self.sorted_sockets():
-                out.extend(sorted(by_socket[socket]))
+                out.extend(sorted(view.by_socket[socket]))
             return out
-        by_core = self._free_in(self._core)
         for core in self.sorted_cores():
-            out.extend(sorted(by_core[core]))
+            out.extend(sorted(view.by_core[core]))
         return out
 
     def sorted_uncore_caches(self) -> list[int]:
@@ -135,6 +198,7 @@ class _Accumulator:
         self.result |= cpus
         self.free -= cpus
         self.needed -= len(cpus)
+        self._view = None
 
     def satisfied(self) -> bool:
         return self.needed < 1

@@ -15,9 +15,10 @@ when it syncs the pod, and what is prepared shows in the containers' ``dynamic``
 
 Exclusive resources of pods outside the simulation (the profile's ``allocated``) are
 taken at start: CPUs picked by the static policy's algorithm inside the zone, single-NUMA
-memory blocks, the zone's first healthy devices. They are never released. Their
-non-exclusive requests (the profile's ``foreignRequests``: cpu, memory, pods) count in
-the whole-node fit check.
+memory blocks, the zone's first healthy devices. They are never released. The pods that
+hold them and the pods of the profile's ``foreignRequests``
+(:mod:`fakenrt.kubelet.foreign`) count in the whole-node fit check with their requests,
+as every pod on a node does.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from fakenrt.kubelet.allocation import (
 )
 from fakenrt.kubelet.cpu_assignment import CpuAllocationError, take_cpus
 from fakenrt.kubelet.dra import ClaimInfo, ClaimLookup, DraManager
+from fakenrt.kubelet.foreign import ForeignPod, foreign_pod_specs
 from fakenrt.kubelet.memory_checkpoint import MemoryCheckpoint, checkpoint_problem
 from fakenrt.kubelet.numa_info import NumaInfo
 from fakenrt.kubelet.policies import PolicyError, new_policy
@@ -84,6 +86,8 @@ class _Static:
     allocatable: Mapping[str, int]  # predicate units (cpu in millicores)
     cpu_static: bool
     memory_static: bool
+    #: The pods outside the simulation (:mod:`fakenrt.kubelet.foreign`).
+    foreign_pods: tuple[ForeignPod, ...]
     drivers: Mapping[str, DraDriver]
 
 
@@ -119,6 +123,7 @@ def _static(profile: NodeProfile) -> _Static:
         allocatable=allocatable,
         cpu_static=cfg.cpu_manager_policy == "static",
         memory_static=cfg.memory_manager_policy == "Static",
+        foreign_pods=foreign_pod_specs(profile),
         drivers={d.name: d for d in profile.dra},
     )
 
@@ -152,9 +157,12 @@ class NodeState:
         default = frozenset(static.topo.cpus)
         allocated: dict[str, frozenset[str]] = {}
         mem = initial_machine_state(profile)
-        # Non-exclusive requests of foreign pods count in the fit check (the kubelet's
+        # The foreign pods' requests count in the fit check, as every pod's do (the kubelet's
         # predicate sums the requests of every pod on the node, its control plane's too).
-        used = {k: v for k, v in profile.foreign_requests.items() if k != "pods"}
+        used: dict[str, int] = {}
+        for foreign_pod in static.foreign_pods:
+            for name, amount in predicate.pod_request_units(foreign_pod.spec).items():
+                used[name] = used.get(name, 0) + amount
         foreign: dict[int, ContainerAllocation] = {}
         for zone in profile.zones:
             cpus: frozenset[int] = frozenset()
@@ -164,7 +172,6 @@ class NodeState:
                 where = f"node {profile.name}: zone {zone.id}: allocated.{name}"
                 if amount <= 0:
                     continue
-                used[name] = used.get(name, 0) + (amount * 1000 if name == "cpu" else amount)
                 if name == "cpu":
                     free = (zone.cpus & default) - reserved
                     try:
@@ -324,7 +331,7 @@ class NodeState:
             request=request,
             allocatable=s.allocatable,
             used=self._used,
-            pod_count=len(self._pods) + s.profile.foreign_requests.get("pods", 0),
+            pod_count=len(self._pods) + len(s.foreign_pods),
         )
         return request, failure
 
@@ -473,6 +480,14 @@ class NodeState:
         """Per zone id: what the profile's foreign ``allocated`` holds there (the CPU ids,
         device ids and one-zone memory blocks taken at start), for zones holding any."""
         return dict(self._foreign)
+
+    def foreign_pods(self) -> tuple[ForeignPod, ...]:
+        """The pods outside the simulation the node runs (:mod:`fakenrt.kubelet.foreign`)."""
+        return self._s.foreign_pods
+
+    def allocation(self, pod_key: str) -> PodAllocation | None:
+        """What an admitted pod holds (None: not admitted here)."""
+        return self._pods.get(pod_key)
 
     def claims(self) -> Mapping[str, ClaimInfo]:
         """The DRA manager's cache: ``namespace/name`` -> the claim, its pods, whether it is

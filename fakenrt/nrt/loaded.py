@@ -5,7 +5,8 @@ What ``fakenrt nrt render --pod`` prints, and what the differential tests feed t
 scheduler plugin:
 
 * :func:`foreign_pods` - the pods standing for the profile's foreign ``allocated``
-  amounts (in a real cluster every exclusive consumer is a pod);
+  amounts and ``foreignRequests`` (in a real cluster every consumer is a pod), with what
+  each holds;
 * :func:`render_loaded` - the NRT the node publishes once its allocations are current:
   ``available`` from the simulator's per-zone use, the fingerprint over the pods holding
   exclusive resources (the foreign pods included);
@@ -20,59 +21,37 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from decimal import Decimal
 from typing import Any
 
 from exporter.placement import annotation_values, derive_placement
-from exporter.resources import ContainerResources, DeviceAssignment, PodResources
-from exporter.resources import MemoryBlock as ObservedMemoryBlock
-from fakenrt.kubelet.allocation import INIT, PodAllocation
+from fakenrt.kubelet.allocation import ContainerAllocation, PodAllocation
+from fakenrt.kubelet.foreign import FOREIGN_CONTAINER
 from fakenrt.kubelet.node import NodeState
 from fakenrt.nrt.render import render_nrt
+from fakenrt.podresources_report import device_numa, pod_report
 from fakenrt.podspec import ContainerSpec, PodSpec
 from fakenrt.profiles.model import NodeProfile
 
-#: Namespace of the pods that stand for a profile's foreign ``allocated`` amounts.
-FOREIGN_NAMESPACE = "kube-system"
-FOREIGN_CONTAINER = "foreign"
-#: Label on those pods (value: the node name).
+#: Label on the foreign pods (value: the node name).
 FOREIGN_LABEL = "fakenrt.io/foreign-for"
-#: The smallest CPU / memory a foreign pod asks for when its zone holds none of it, so
-#: that a pod holding CPUs or memory is Guaranteed, as every exclusive holder is.
-_NO_CPU = Decimal("0.001")
-_NO_MEMORY = Decimal(1024 * 1024)
-
-
-def foreign_pod_name(node: str, zone: int) -> str:
-    return f"fakenrt-foreign-{node}-node-{zone}"
 
 
 def foreign_pods(state: NodeState) -> tuple[tuple[PodSpec, PodAllocation], ...]:
-    """The pods that hold the profile's foreign ``allocated`` amounts, one per zone holding
-    any - as a real cluster shows them (every exclusive consumer is a pod): namespace
-    :data:`FOREIGN_NAMESPACE`, one container whose limits are exactly the zone's amounts
-    (plus 1m CPU / 1Mi memory when the zone holds CPUs but no memory or the reverse, so
-    the pod is Guaranteed), with the CPU ids, devices and memory blocks the simulator took
-    at start."""
-    profile = state.profile
+    """The node's foreign pods (:func:`fakenrt.kubelet.foreign.foreign_pod_specs`: the
+    zones' ``allocated`` pods, then the ``foreignRequests`` pods) with what each holds:
+    the CPU ids, devices and memory blocks the simulator took at start for a zone's
+    ``allocated``, nothing for a ``foreignRequests`` pod (podresources lists it with an
+    empty container, as a kubelet lists every pod it runs)."""
+    held = state.foreign()
     out = []
-    for zone_id, held in sorted(state.foreign().items()):
-        (zone,) = [z for z in profile.zones if z.id == zone_id]
-        limits = {name: Decimal(amount) for name, amount in zone.allocated.items() if amount > 0}
-        if "cpu" in limits or "memory" in limits:
-            limits.setdefault("cpu", _NO_CPU)
-            limits.setdefault("memory", _NO_MEMORY)
-        name = foreign_pod_name(profile.name, zone_id)
-        spec = PodSpec(
-            namespace=FOREIGN_NAMESPACE,
-            name=name,
-            containers=(ContainerSpec(FOREIGN_CONTAINER, requests=limits, limits=limits),),
-            node_name=profile.name,
+    for foreign in state.foreign_pods():
+        spec = foreign.spec
+        container = (
+            ContainerAllocation(name=FOREIGN_CONTAINER)
+            if foreign.zone is None
+            else replace(held[foreign.zone], name=FOREIGN_CONTAINER)
         )
-        allocation = PodAllocation(
-            FOREIGN_NAMESPACE, name, "", (replace(held, name=FOREIGN_CONTAINER),)
-        )
-        out.append((spec, allocation))
+        out.append((spec, PodAllocation(spec.namespace, spec.name, "", (container,))))
     return tuple(out)
 
 
@@ -104,31 +83,7 @@ def observed_annotations(profile: NodeProfile, allocation: PodAllocation) -> dic
     """The annotations the exporter writes on the pod (none for a pod it does not
     annotate)."""
     cpu_to_numa = {cpu: zone.id for zone in profile.zones for cpu in zone.cpus}
-    device_numa = {
-        (name, device): zone.id
-        for zone in profile.zones
-        for name, dset in zone.devices.items()
-        for device in dset.ids
-    }
-    containers = tuple(
-        ContainerResources(
-            name=c.name,
-            cpu_ids=tuple(sorted(c.cpus)),
-            devices=tuple(
-                DeviceAssignment(
-                    name, (d,), (device_numa[(name, d)],) if (name, d) in device_numa else ()
-                )
-                for name, ids in sorted(c.devices.items())
-                for d in sorted(ids)
-            ),
-            memory=tuple(
-                ObservedMemoryBlock(b.type, b.size, tuple(sorted(b.numa))) for b in c.memory
-            ),
-        )
-        for c in allocation.containers
-        if c.kind != INIT
-    )
-    report = PodResources(allocation.namespace, allocation.name, containers)
+    report = pod_report(allocation, device_numa(profile))
     values = annotation_values(derive_placement(report, cpu_to_numa))
     return {k: v for k, v in values.items() if v is not None}
 

@@ -68,6 +68,12 @@ def legacy_topology_policy(policy: str, scope: str) -> str:
     return _LEGACY_POLICIES.get((policy, scope), "None")
 
 
+def available_amount(allocatable: int, held: int) -> int:
+    """A zone's ``available`` amount of a resource: what it can give minus what pods hold
+    there, never below 0."""
+    return max(0, allocatable - held)
+
+
 def foreign_usage(profile: NodeProfile) -> dict[int, dict[str, int]]:
     """What the profile says pods outside the simulation hold, per zone (its ``allocated``)."""
     return {z.id: dict(z.allocated) for z in profile.zones}
@@ -121,7 +127,7 @@ def nrt_object(
                     "name": resource,
                     "capacity": str(capacity[zone_id][resource]),
                     "allocatable": str(can_give),
-                    "available": str(max(0, can_give - zone_held.get(resource, 0))),
+                    "available": str(available_amount(can_give, zone_held.get(resource, 0))),
                 }
             )
         zones.append(

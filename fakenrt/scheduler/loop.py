@@ -103,12 +103,6 @@ class Scheduler:
         snapshot = self.cluster.snapshot()
         errors = self._watch_failures(snapshot)
         cycle = SchedulingCycle(snapshot, self.plugin)
-        for problem in cycle.problems():
-            log.warning("reconstruction: %s", problem)
-        for node, unplaced in cycle.unplaced().items():
-            # Appendix A: pods with no placement are not guessed; with an exporter this
-            # should only last from bind to first observation.
-            log.debug("node %s: pods without a placement annotation: %s", node, ", ".join(unplaced))
         pending = snapshot.pending(self.scheduler_name)
         keys = {p.key for p in pending}
         self.backoff.keep_only(keys)
@@ -160,6 +154,14 @@ class Scheduler:
                 list(decision.placement.zones),
                 dict(decision.scores.values),
             )
+        # What the nodes the cycle examined showed (a node's books are built when a pod is
+        # first examined there).
+        for problem in cycle.problems():
+            log.warning("reconstruction: %s", problem)
+        for node, unplaced in cycle.unplaced().items():
+            # Appendix A: pods with no placement are not guessed; with an exporter this
+            # should only last from bind to first observation.
+            log.debug("node %s: pods without a placement annotation: %s", node, ", ".join(unplaced))
         return CycleReport(
             bound=bound,
             unschedulable=unschedulable,

@@ -28,7 +28,7 @@ Scores never change the filter's verdict.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from fakenrt.podspec import PodSpec
@@ -63,9 +63,6 @@ class Scores:
 
     def __getitem__(self, name: str) -> int:
         return self.values[name]
-
-
-ZERO_SCORES = Scores(dict.fromkeys(STRATEGIES, MIN_SCORE))
 
 
 MEMORY_MANAGER = "memory manager"
@@ -158,10 +155,14 @@ class NumaPlugin:
         topology: NumaTopology | None,
         ledger: ZoneLedger | None,
         result: FilterResult,
+        *,
+        strategies: Iterable[str] | None = None,
     ) -> Scores:
-        """Every strategy's score for a node that passed the filter."""
+        """The scores of a node that passed the filter: every strategy's, or only those of
+        ``strategies`` (the loop ranks by one)."""
+        names = tuple(STRATEGIES) if strategies is None else tuple(strategies)
         if topology is None or ledger is None or not result.fit:
-            return ZERO_SCORES
+            return Scores(dict.fromkeys(names, MIN_SCORE))
         units = result.units or self.units(pod, topology)
         placement = result.placement
         if not result.engaged and not all(u.empty for u in units):
@@ -175,12 +176,12 @@ class NumaPlugin:
                 inp = ScoreInput(ledger=ledger, units=units, placement=EMPTY_PLACEMENT)
                 return Scores(
                     {
-                        name: fn(inp) if name == LEAST_NUMA_NODES else MIN_SCORE
-                        for name, fn in STRATEGIES.items()
+                        name: STRATEGIES[name](inp) if name == LEAST_NUMA_NODES else MIN_SCORE
+                        for name in names
                     }
                 )
         inp = ScoreInput(ledger=ledger, units=units, placement=placement)
-        return Scores({name: fn(inp) for name, fn in STRATEGIES.items()})
+        return Scores({name: STRATEGIES[name](inp) for name in names})
 
     @staticmethod
     def aligned_placement(units: tuple[AlignmentUnit, ...], ledger: ZoneLedger) -> Placement | None:

@@ -33,7 +33,7 @@ catches up.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -44,6 +44,7 @@ from exporter.annotations import (
     PREDICTED_MEMORY_GROUPS,
     PREDICTED_PLACEMENT,
     AnnotationFormatError,
+    MemoryGroup,
     parse_memory_groups,
     parse_placement,
 )
@@ -73,10 +74,13 @@ class ReconstructionError(ValueError):
 
 @dataclass(frozen=True)
 class NodePod:
-    """A pod bound to the node, as reconstruction needs it."""
+    """A pod bound to the node, as reconstruction needs it. ``requests``: the pod's
+    effective requests (:func:`fakenrt.podspec.effective_requests`) when the caller
+    already has them."""
 
     spec: PodSpec
     phase: str = "Pending"
+    requests: Mapping[str, Decimal] | None = None
 
     @property
     def terminal(self) -> bool:
@@ -149,6 +153,8 @@ def kept_by_init(pod: PodSpec, topology: NumaTopology) -> bool:
     reports it and its zones are unknown. Counted per resource in start order: a regular
     init container leaves the larger of what is reusable and what it holds, a later
     sidecar or app container takes its own amount out of it."""
+    if not pod.init_containers:
+        return False
     reusable: dict[str, Decimal] = {}
     for container in (*pod.init_containers, *pod.containers):
         amounts = _exclusive_amounts(pod, container, topology)
@@ -189,25 +195,37 @@ def holds_exclusive(pod: PodSpec, topology: NumaTopology, *, zoned: bool = False
     return False
 
 
+def _counted(topology: NumaTopology, pods: Sequence[NodePod]) -> list[NodePod] | None:
+    """The pods a fingerprint by the NRT's method covers (None: a method not known)."""
+    method = topology.fingerprint_method or METHOD_ALL
+    if method == METHOD_WITH_EXCLUSIVE_RESOURCES:
+        return [p for p in pods if holds_exclusive(p.spec, topology)]
+    if method == METHOD_ALL:
+        return list(pods)
+    return None
+
+
+def _fingerprints(topology: NumaTopology, pods: Sequence[NodePod]) -> tuple[str, str] | None:
+    """The fingerprints of the pods the NRT's method covers: without the terminal ones,
+    and with them (None: a method not known)."""
+    counted = _counted(topology, pods)
+    if counted is None:
+        return None
+    live = [(p.spec.namespace, p.spec.name) for p in counted if not p.terminal]
+    without = fingerprint(live)
+    if len(live) == len(counted):
+        return without, without
+    return without, fingerprint([(p.spec.namespace, p.spec.name) for p in counted])
+
+
 def nrt_matches(topology: NumaTopology, pods: Iterable[NodePod]) -> bool:
     """NRT ``available`` reflects exactly ``pods`` (the pods the scheduler sees bound to the
     node): its published fingerprint equals theirs, computed by the published method
     (``all`` when none is published). Terminal pods are tried left out and counted."""
     if topology.fingerprint is None:
         return False
-    method = topology.fingerprint_method or METHOD_ALL
-    if method == METHOD_WITH_EXCLUSIVE_RESOURCES:
-        counted = [p for p in pods if holds_exclusive(p.spec, topology)]
-    elif method == METHOD_ALL:
-        counted = list(pods)
-    else:
-        return False
-    live = [(p.spec.namespace, p.spec.name) for p in counted if not p.terminal]
-    if fingerprint(live) == topology.fingerprint:
-        return True
-    if len(live) == len(counted):
-        return False
-    return fingerprint([(p.spec.namespace, p.spec.name) for p in counted]) == topology.fingerprint
+    prints = _fingerprints(topology, list(pods))
+    return prints is not None and topology.fingerprint in prints
 
 
 def _check_zones(placement: Placement, topology: NumaTopology, where: str) -> None:
@@ -228,17 +246,46 @@ def _single_blocks(amounts: Mapping[int, Mapping[str, int]]) -> list[frozenset[i
     ]
 
 
+#: Parsed annotation values, by value: the same few values recur on many pods and in
+#: every rebuild of a node's books (a scheduler reads them every cycle).
+_PARSED_LIMIT = 1 << 16
+_parsed_amounts: dict[str, dict[int, dict[str, int]]] = {}
+_parsed_groups: dict[str, tuple[MemoryGroup, ...] | None] = {}
+#: Placements without a multi-zone group, by (placement value, groups value, zone ids).
+_single_zone_placements: dict[tuple[str, str | None, tuple[int, ...]], Placement] = {}
+
+
 def _zone_amounts(value: str, where: str) -> dict[int, dict[str, int]]:
-    """Zone id -> resource -> amount from a placement annotation's value."""
+    """Zone id -> resource -> amount from a placement annotation's value (a fresh table
+    the caller may change)."""
+    known = _parsed_amounts.get(value)
+    if known is None:
+        try:
+            zones = parse_placement(value)
+        except AnnotationFormatError as exc:
+            raise ReconstructionError(f"{where}: {exc}") from exc
+        known = {}
+        for zp in zones:
+            for name, amount in zp.amounts.items():
+                merge_amounts(known, zp.numa_id, name, amount)
+        if len(_parsed_amounts) >= _PARSED_LIMIT:
+            _parsed_amounts.clear()
+        _parsed_amounts[value] = known
+    return {zone: dict(amounts) for zone, amounts in known.items()}
+
+
+def _memory_groups(value: str, where: str) -> tuple[MemoryGroup, ...] | None:
+    """The groups of a memory-groups annotation's value (None: ``null``)."""
+    if value in _parsed_groups:
+        return _parsed_groups[value]
     try:
-        zones = parse_placement(value)
+        groups = parse_memory_groups(value)
     except AnnotationFormatError as exc:
         raise ReconstructionError(f"{where}: {exc}") from exc
-    amounts: dict[int, dict[str, int]] = {}
-    for zp in zones:
-        for name, amount in zp.amounts.items():
-            merge_amounts(amounts, zp.numa_id, name, amount)
-    return amounts
+    if len(_parsed_groups) >= _PARSED_LIMIT:
+        _parsed_groups.clear()
+    _parsed_groups[value] = groups
+    return groups
 
 
 def _annotated(
@@ -252,22 +299,26 @@ def _annotated(
     """A placement from a pair of annotations (observed or predicted, the same rule): the
     per-zone amounts (memory there is single-NUMA blocks) and the memory groups, each group
     over several nodes spread over its zones lowest id first, as the Memory Manager fills
-    them."""
+    them. Without a group over several zones the placement depends on the two values and
+    the zones only, and is taken from the ones already read."""
+    value = pod.annotations.get(placement_key, "[]")
+    raw_groups = pod.annotations.get(groups_key)
+    known = (value, raw_groups, topology.zone_ids)
+    cached = _single_zone_placements.get(known)
+    if cached is not None:
+        return cached
     where = f"pod {pod.key}: annotation {placement_key}"
     # No placement annotation next to a memory-groups one: the pod holds nothing per zone
     # (multi-zone memory, if any, is in the groups).
-    amounts = _zone_amounts(pod.annotations.get(placement_key, "[]"), where)
+    amounts = _zone_amounts(value, where)
     blocks = _single_blocks(amounts)
-    raw_groups = pod.annotations.get(groups_key)
+    spread = False
     if raw_groups is not None:
         gwhere = f"pod {pod.key}: annotation {groups_key}"
-        try:
-            groups = parse_memory_groups(raw_groups)
-        except AnnotationFormatError as exc:
-            raise ReconstructionError(f"{gwhere}: {exc}") from exc
-        for group in groups or ():
+        for group in _memory_groups(raw_groups, gwhere) or ():
             if len(group.numa_ids) < 2:
                 continue  # single-NUMA blocks are already in the placement
+            spread = True
             ids = sorted(group.numa_ids)
             for z in ids:
                 if z not in free:
@@ -284,6 +335,10 @@ def _annotated(
                 blocks.append(frozenset(ids))
     placement = Placement(amounts=amounts, memory_blocks=tuple(blocks))
     _check_zones(placement, topology, where)
+    if not spread:
+        if len(_single_zone_placements) >= _PARSED_LIMIT:
+            _single_zone_placements.clear()
+        _single_zone_placements[known] = placement
     return placement
 
 
@@ -331,14 +386,28 @@ def _sources(
     return out
 
 
-def reconstruct(
-    topology: NumaTopology, pods: Iterable[NodePod], *, strict: bool = True
-) -> Reconstruction:
-    """A ledger of ``allocatable - placements``, or NRT ``available`` when the NRT
-    fingerprint says it reflects exactly these pods. With ``strict`` an unusable annotation
-    raises :class:`ReconstructionError`; otherwise that pod falls back to its next source
-    (observed -> predicted -> unplaced) and the problem is reported."""
-    pods = list(pods)
+@dataclass(frozen=True, eq=False)
+class Placements:
+    """What the pods on a node say about its zones: all of a reconstruction but the
+    comparison with NRT. It depends on the pods and on the NRT's static part (zones,
+    managers, fingerprint method), not on ``available`` or the fingerprint, so a caller
+    may keep it while only the NRT's free amounts change (:func:`reconstruct_with`)."""
+
+    #: ``allocatable - placements`` (never changed: :func:`reconstruct_with` copies it).
+    ledger: ZoneLedger
+    sources: Mapping[str, str]
+    unplaced: tuple[str, ...]
+    problems: tuple[str, ...]
+    unaccounted: tuple[str, ...]
+    #: The fingerprints of the pods NRT counts, without and with terminal ones (computed
+    #: when first compared).
+    prints: dict[str, tuple[str, str] | None] = field(default_factory=dict)
+
+
+def placements(
+    topology: NumaTopology, pods: Sequence[NodePod], *, strict: bool = True
+) -> Placements:
+    """The zones' use by ``pods`` from their annotations (see :func:`reconstruct`)."""
     ledger = ZoneLedger(topology, {z.id: z.allocatable for z in topology.zones})
     sources: dict[str, str] = {}
     unplaced: list[str] = []
@@ -364,23 +433,56 @@ def reconstruct(
             unplaced.append(pod.spec.key)
             if holds_exclusive(pod.spec, topology, zoned=True):
                 unaccounted.append(pod.spec.key)
-    exact = nrt_matches(topology, pods)
-    if exact:
-        # NRT is current for exactly these pods: its available amounts are the truth (they
-        # keep what NRT holds beyond the visible placements); the groups stay rebuilt.
-        ledger = ZoneLedger(
-            topology, {z.id: z.available for z in topology.zones}, blocks=ledger.blocks
-        )
-        # Memory no annotation reports (unannotated pods') has unknown groups: NRT does
-        # not publish them; assume one-zone blocks.
-        ledger.assume_single_blocks()
-        unaccounted = []
-    ledger.unaccounted = tuple(unaccounted)
-    return Reconstruction(
+    return Placements(
         ledger=ledger,
         sources=sources,
         unplaced=tuple(unplaced),
         problems=tuple(problems),
         unaccounted=tuple(unaccounted),
+    )
+
+
+def reconstruct_with(
+    topology: NumaTopology, placed: Placements, pods: Sequence[NodePod]
+) -> Reconstruction:
+    """The reconstruction of ``pods`` given their :func:`placements` on this NRT's zones."""
+    exact = False
+    if topology.fingerprint is not None:
+        method = topology.fingerprint_method or METHOD_ALL
+        if method not in placed.prints:
+            placed.prints[method] = _fingerprints(topology, pods)
+        prints = placed.prints[method]
+        exact = prints is not None and topology.fingerprint in prints
+    unaccounted = placed.unaccounted
+    if exact:
+        # NRT is current for exactly these pods: its available amounts are the truth (they
+        # keep what NRT holds beyond the visible placements); the groups stay rebuilt.
+        ledger = ZoneLedger(
+            topology, {z.id: z.available for z in topology.zones}, blocks=placed.ledger.blocks
+        )
+        # Memory no annotation reports (unannotated pods') has unknown groups: NRT does
+        # not publish them; assume one-zone blocks.
+        ledger.assume_single_blocks()
+        unaccounted = ()
+    else:
+        ledger = ZoneLedger(topology, placed.ledger.available, blocks=placed.ledger.blocks)
+    ledger.unaccounted = unaccounted
+    return Reconstruction(
+        ledger=ledger,
+        sources=placed.sources,
+        unplaced=placed.unplaced,
+        problems=placed.problems,
+        unaccounted=unaccounted,
         nrt_exact=exact,
     )
+
+
+def reconstruct(
+    topology: NumaTopology, pods: Iterable[NodePod], *, strict: bool = True
+) -> Reconstruction:
+    """A ledger of ``allocatable - placements``, or NRT ``available`` when the NRT
+    fingerprint says it reflects exactly these pods. With ``strict`` an unusable annotation
+    raises :class:`ReconstructionError`; otherwise that pod falls back to its next source
+    (observed -> predicted -> unplaced) and the problem is reported."""
+    pods = tuple(pods)
+    return reconstruct_with(topology, placements(topology, pods, strict=strict), pods)

@@ -75,6 +75,57 @@ class NumaTopology:
     def zone_ids(self) -> tuple[int, ...]:
         return tuple(z.id for z in self.zones)
 
+    def with_available(
+        self, available: Mapping[int, Mapping[str, int]], *, fingerprint: str | None
+    ) -> NumaTopology:
+        """This NRT with other ``available`` amounts (zone id -> resource -> amount) and pod
+        fingerprint. What depends only on the rest - policy, scope, managers, the zones'
+        capacity, allocatable and costs - is shared with this object, already computed."""
+        zones = tuple(
+            ZoneResources(
+                id=z.id,
+                capacity=z.capacity,
+                allocatable=z.allocatable,
+                available=available.get(z.id, {}),
+                costs=z.costs,
+            )
+            for z in self.zones
+        )
+        new = NumaTopology(
+            node=self.node,
+            policy=self.policy,
+            scope=self.scope,
+            zones=zones,
+            cpu_manager_policy=self.cpu_manager_policy,
+            memory_manager_policy=self.memory_manager_policy,
+            fingerprint=fingerprint,
+            fingerprint_method=self.fingerprint_method,
+        )
+        for name in _SHARED:
+            new.__dict__[name] = getattr(self, name)
+        return new
+
+    @cached_property
+    def static(self) -> object:
+        """What a pod's verdict and scores read of this NRT besides the free amounts:
+        policy, scope, managers, and per zone its id, capacity, allocatable and costs (not
+        the node's name, ``available`` or the pod fingerprint), as a hashable value."""
+        return (
+            self.policy,
+            self.scope,
+            self.cpu_manager_policy,
+            self.memory_manager_policy,
+            tuple(
+                (
+                    z.id,
+                    tuple(sorted(z.capacity.items())),
+                    tuple(sorted(z.allocatable.items())),
+                    tuple(sorted(z.costs.items())),
+                )
+                for z in self.zones
+            ),
+        )
+
     @cached_property
     def reported(self) -> frozenset[str]:
         """Resources some zone reports (the per-zone resources the node can align)."""
@@ -140,3 +191,8 @@ class NumaTopology:
         """Mask -> sum of NUMA distances over the ordered pairs of its zones (what
         ``prefer-closest-numa-nodes`` ranks equally narrow masks by)."""
         return {mask: total for rows in self.combinations.values() for _, mask, total in rows}
+
+
+#: The cached properties that depend only on the static part (not on ``available``):
+#: computed once and shared by :meth:`NumaTopology.with_available`.
+_SHARED = ("static", "reported", "unaligned", "distances", "combinations", "mask_distances")

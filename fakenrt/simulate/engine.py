@@ -6,9 +6,9 @@ The parts are the project's own cores, wired through simulated time:
   kubelet simulator admitting bound pods in bind order, Running or Failed with the
   kubelet's reason, release on completion, NRT published through each node's
   :class:`~fakenrt.controller.lag.LagPipeline`), fed pod manifests as the watch would;
-* **exporter** - after ``exporter_delay`` the node's podresources view is built as the
-  fake podresources server builds it (:mod:`fakenrt.podresources_messages`, real protobuf
-  messages), converted as the exporter's client converts it and derived by
+* **exporter** - after ``exporter_delay`` what the node's podresources lists for each pod
+  (:func:`fakenrt.podresources_report.pod_report`, the exporter's typed values for the
+  facts the fake podresources server sends) is derived by
   :func:`exporter.placement.derive_placement` into the observed annotations;
 * **scheduler** - every ``period`` (when some pending pod's backoff has expired) one
   :class:`~fakenrt.scheduler.cycle.SchedulingCycle` over a snapshot of the strategy's view,
@@ -35,21 +35,27 @@ from exporter.annotations import (
     parse_placement,
 )
 from exporter.placement import annotation_values, derive_placement
-from exporter.podresources_proto import decode_pod
 from exporter.pods import pod_view
-from fakenrt.controller.effects import Effect, PatchPodStatus, PublishNrt, ServePodResources
+from fakenrt.controller.effects import (
+    CreatePod,
+    Effect,
+    PatchPodStatus,
+    PublishNrt,
+    ServePodResources,
+)
 from fakenrt.controller.fleet import Fleet
 from fakenrt.controller.nodeobjects import NodeIdentity
-from fakenrt.controller.pods import RUN_DURATION_ANNOTATION
+from fakenrt.controller.pods import RUN_DURATION_ANNOTATION, ObservedPod, observe_pod
 from fakenrt.controller.settings import ControllerSettings
-from fakenrt.nrt import render_nrt
-from fakenrt.podresources_messages import DeviceNuma, device_numa, pod_message
-from fakenrt.podspec import PodSpec, effective_requests, qos_class
+from fakenrt.kubelet.allocation import PodAllocation
+from fakenrt.podresources_report import DeviceNuma, allocation_zones, device_numa, pod_report
+from fakenrt.podspec import PodSpec, effective_requests, pod_from_manifest, qos_class
 from fakenrt.profiles.model import NodeProfile
 from fakenrt.profiles.resources import node_allocatable
 from fakenrt.scheduler.backoff import Backoff
 from fakenrt.scheduler.cluster import ClusterSnapshot, NodeSnapshot
-from fakenrt.scheduler.cycle import CycleMemo, Decision, SchedulingCycle, pod_shape
+from fakenrt.scheduler.clusterbooks import ClusterBooks
+from fakenrt.scheduler.cycle import Decision, SchedulingCycle, pod_shape
 from fakenrt.scheduler.ledger import ZoneLedger
 from fakenrt.scheduler.nrt import read_nrt
 from fakenrt.scheduler.plugin import NumaPlugin
@@ -59,6 +65,7 @@ from fakenrt.simulate.clock import ARRIVAL, CYCLE, EXPORT, SAMPLE, Clock, EventQ
 from fakenrt.simulate.dra import DraGpus
 from fakenrt.simulate.limits import MAX_ATTEMPTS, LimitError
 from fakenrt.simulate.metrics import Recorder, StrategyResult, summarize
+from fakenrt.simulate.nrtview import NrtView
 from fakenrt.simulate.outcomes import (
     COMPLETED,
     DROPPED,
@@ -104,6 +111,7 @@ class _PodLog:
     started: float | None = None
     finished: float | None = None
     gpu_seconds: float = 0.0
+    zones: tuple[int, ...] | None = None
     dropped: bool = False
     #: Its newest Pod object.
     current: PodRecord | None = None
@@ -127,12 +135,46 @@ class PodRecord:
     observed: dict[str, str] = field(default_factory=dict)
     started: float | None = None
     next_try: float = 0.0
-    manifest: dict[str, Any] = field(default_factory=dict)
+    #: The pod as the controller core saw it bound.
+    seen: ObservedPod | None = None
     shape: str = ""
     key: str = ""
 
     def __post_init__(self) -> None:
         self.key = self.spec.key
+
+
+@dataclass(eq=False)
+class _ForeignRecord:
+    """A foreign pod (:mod:`fakenrt.kubelet.foreign`) the controller core created on the
+    simulated API server: bound to its node from the start, never scheduled."""
+
+    key: str
+    node: str
+    uid: str
+    spec: PodSpec
+    manifest: dict[str, Any]
+    shape: str
+    phase: str = "Pending"
+    predicted: None = None
+    observed: dict[str, str] = field(default_factory=dict)
+
+
+_Place = tuple[int, float, str]
+
+
+def _order(record: PodRecord) -> _Place:
+    """A pending pod's place in the scheduling queue: priority, then creation."""
+    return (-record.item.priority, record.created, record.uid)
+
+
+@dataclass(eq=False)
+class _Parked:
+    """Parked pods of one shape whose next attempt is at ``next_try``."""
+
+    next_try: float
+    shape: str
+    members: list[PodRecord]
 
 
 def _zones(annotations: Mapping[str, str], placement_key: str, groups_key: str) -> set[int]:
@@ -175,10 +217,19 @@ class Simulation:
         self.rec = Recorder()
         self.plugin = NumaPlugin(strategy.plugin_args(s.plugin))
         self.truth_plugin = NumaPlugin(replace(s.plugin, reconstruct_available=False))
-        self.memo = CycleMemo()
+        #: Every node's books as the strategy sees them, kept between cycles and rebuilt
+        #: node by node (None without shortcuts: every cycle built from scratch).
+        self.books = ClusterBooks(self.plugin, reserve=strategy.reserve) if shortcuts else None
         self.backoff = Backoff()
         self.profiles: dict[str, NodeProfile] = {p.name: p for p in scenario.nodes}
         self.names = tuple(sorted(self.profiles))
+        #: Each node's NRT as typed values (no rendering and parsing per change).
+        self._views = {n: NrtView(p) for n, p in self.profiles.items()}
+        self._requests: dict[str, Mapping[str, Decimal]] = {}
+        self._images: dict[str, dict[str, str]] = {}
+        self._expected: dict[tuple[str, bool], frozenset[str]] = {}
+        #: Nodes whose view or pods changed since the books last saw them.
+        self._changed: set[str] = set(self.names) if shortcuts else set()
         controller = ControllerSettings(
             seed=s.seed,
             start_delay=s.start_delay,
@@ -214,9 +265,13 @@ class Simulation:
         self.memory_static = {
             n: p.kubelet.memory_manager_policy == "Static" for n, p in self.profiles.items()
         }
-        # The API server's pods: pending ones, and bound ones not yet terminal.
+        # The API server's pods: pending ones, and bound ones not yet terminal; the foreign
+        # pods the controller core creates (a profile's foreign capacity).
         self.pending: dict[str, PodRecord] = {}
         self.bound: dict[str, PodRecord] = {}
+        self.foreign: dict[str, _ForeignRecord] = {}
+        #: What each node's podresources serves (the fleet's latest ServePodResources).
+        self._served_allocations: dict[str, tuple[PodAllocation, ...]] = {}
         self.members: dict[str, dict[str, NodePod]] = {n: {} for n in self.names}
         self._node_pods: dict[str, tuple[NodePod, ...]] = dict.fromkeys(self.names, ())
         self._dirty_pods: set[str] = set()
@@ -234,15 +289,12 @@ class Simulation:
         self._stranded_memo: dict[str, tuple[NumaTopology, dict[str, bool]]] = {}
         self._cycle_tick: int | None = None
         self._last_tick = -1
-        # Bumped whenever anything the strategy's cycle reads changes (a node's NRT in its
-        # view, the pods on a node, their phase or annotations). A shape that fitted
-        # nowhere at the start of a cycle fits nowhere again while it is unchanged, so
-        # such an attempt is decided without building a cycle (the decision is identical).
-        self.version = 0
-        self._failed_shapes: dict[str, int] = {}
         # Pending pods by next attempt: (next_try, sequence, pod key).
         self._retries: list[tuple[float, int, str]] = []
         self._sequence = 0
+        # Parked pods (see _due_parked): groups by next attempt and shape.
+        self._parked_at: list[tuple[float, int, _Parked]] = []
+        self._parked_groups: dict[tuple[float, str], _Parked] = {}
         # Per workload pod, in arrival order, and every rejection: the run's outcomes.
         self._logs: list[_PodLog] = []
         self._rejections: list[Rejection] = []
@@ -324,6 +376,7 @@ class Simulation:
                     started=log.started,
                     finished=log.finished,
                     gpu_seconds=log.gpu_seconds,
+                    zones=log.zones or (),
                 )
             )
         return Outcomes(pods=tuple(pods), rejections=tuple(self._rejections))
@@ -354,11 +407,40 @@ class Simulation:
             shape=pod_shape(spec),
         )
         log.current = record
+        log.zones = None
         self.pending[record.key] = record
         self._retry_at(record)
         self._arm_cycle(self.clock.now)
 
+    def _seen(self, record: PodRecord, node: str) -> ObservedPod:
+        """The bound pod as the controller core's watch reads it (``observe_pod`` of the
+        Pod object :meth:`_manifest` describes), made from the values at hand."""
+        annotations = {RUN_DURATION_ANNOTATION: format(record.item.duration, ".3f")}
+        if record.predicted is not None:
+            annotations.update(record.predicted)
+        spec = replace(record.spec, uid=record.uid, node_name=node, annotations=annotations)
+        images = self._images.get(record.item.key)
+        if images is None:
+            raw = record.item.manifest["spec"]
+            images = self._images[record.item.key] = {
+                str(c.get("name")): str(c.get("image") or "")
+                for c in (*(raw.get("initContainers") or ()), *(raw.get("containers") or ()))
+            }
+        return ObservedPod(
+            namespace=spec.namespace,
+            name=spec.name,
+            uid=record.uid,
+            node=node,
+            phase=record.phase,
+            deleting=False,
+            created=0.0,
+            spec=spec,
+            run_duration=annotations[RUN_DURATION_ANNOTATION],
+            images=images,
+        )
+
     def _manifest(self, record: PodRecord, node: str) -> dict[str, Any]:
+        """The Pod object of a bound pod, as the API server shows it."""
         base = record.item.manifest
         meta = dict(base.get("metadata") or {})
         annotations = dict(meta.get("annotations") or {})
@@ -401,48 +483,125 @@ class Simulation:
             record = self.pending.get(key)
             if record is not None and record.next_try == at:
                 ready.append(record)
-        ready.sort(key=lambda r: (-r.item.priority, r.created, r.uid))
-        if ready:
+        parked = self._due_parked(now)
+        if ready or parked:
             self.rec.cycles += 1
             if self.strategy.reads_lagged_nrt:
                 self._count_staleness(now)
-            cycle: SchedulingCycle | None = None
-            pristine = True  # nothing bound yet in this cycle
-            for record in ready:
-                if self.shortcuts and self._failed_shapes.get(record.shape) == self.version:
-                    self._unschedulable(record, now)
-                    continue
+            cycle = self._new_cycle()
+            # Pods in the scheduling queue's order (priority, then creation).
+            queue = [(_order(r), r) for r in ready]
+            heapq.heapify(queue)
+            self._unpark(parked, queue, None)
+            while queue:
+                place, record = heapq.heappop(queue)
                 if cycle is None:
-                    cycle = SchedulingCycle(
-                        ClusterSnapshot(nodes=self._node_snapshots()),
-                        self.plugin,
-                        reserve=self.strategy.reserve,
-                        memo=self.memo if self.shortcuts else None,
-                        reuse=self.shortcuts,
-                        node_pods=self._pods_by_node(),
-                    )
-                decision = cycle.schedule(record.spec)
+                    cycle = SchedulingCycle.over(self.books) if self.books else self._scratch()
+                decision = cycle.schedule(record.spec, shape=record.shape)
                 if decision.node is None:
-                    if pristine:
-                        self._failed_shapes[record.shape] = self.version
                     self._unschedulable(record, now)
                     continue
-                pristine = False
                 self._bind(record, decision)
+                if parked:
+                    self._unpark(parked, queue, place)
+            self._fail_parked(parked, now)
         if self.pending:
             earliest = self._earliest_retry()
             if earliest is not None:
                 self._arm_cycle(earliest)
 
+    # A pod retried at the backoff's longest delay whose shape fits nowhere is *parked*:
+    # its attempts are counted in bulk with the other parked pods of its shape due at the
+    # same moment, as long as the shape still fits nowhere when they come up - decided as
+    # a cycle decides it (ClusterBooks.fits_nowhere: re-checked on the nodes that moved
+    # since) at their place in the queue. Results are exactly those of attempting each.
+
+    def _due_parked(self, now: float) -> list[_Parked]:
+        due = []
+        while self._parked_at and self._parked_at[0][0] <= now:
+            _, _, group = heapq.heappop(self._parked_at)
+            self._parked_groups.pop((group.next_try, group.shape), None)
+            due.append(group)
+        return due
+
+    def _unpark(
+        self, parked: list[_Parked], queue: list[tuple[_Place, PodRecord]], after: _Place | None
+    ) -> None:
+        """Due parked pods whose shape may fit now join the queue (those after ``after``,
+        the place of the last bind: the ones before it were attempted while the shape
+        still fitted nowhere)."""
+        if not parked or self.books is None:
+            return
+        for group in list(parked):
+            if self.books.fits_nowhere(group.members[0].spec, group.shape):
+                continue
+            stay = []
+            for record in group.members:
+                place = _order(record)
+                if after is not None and place < after:
+                    stay.append(record)
+                else:
+                    record.next_try = group.next_try
+                    heapq.heappush(queue, (place, record))
+            group.members = stay
+            if not stay:
+                parked.remove(group)
+
+    def _fail_parked(self, parked: list[_Parked], now: float) -> None:
+        """Parked pods attempted in this cycle while their shape fitted nowhere: counted,
+        and parked again for their next attempt."""
+        for group in parked:
+            if group.members:
+                self.rec.unschedulable_attempts += len(group.members)
+                self._check_attempts(now)
+                self._park(group.members, group.shape, now + self.backoff.maximum)
+
+    def _park(self, records: list[PodRecord], shape: str, next_try: float) -> None:
+        group = self._parked_groups.get((next_try, shape))
+        if group is None:
+            group = self._parked_groups[(next_try, shape)] = _Parked(next_try, shape, [])
+            self._sequence += 1
+            heapq.heappush(self._parked_at, (next_try, self._sequence, group))
+        group.members.extend(records)
+
+    def _new_cycle(self) -> SchedulingCycle | None:
+        """A cycle over the strategy's view as it is now. With the kept books: they are
+        brought up to date for the nodes that changed, and the cycle over them is made when
+        a pod is first scheduled (None until then); without shortcuts, built from scratch."""
+        if self.books is None:
+            return self._scratch()
+        pods = self._pods_by_node()
+        for name in self._changed:
+            self.books.set_node(self._snapshot(name), pods[name])
+        self._changed.clear()
+        return None
+
+    def _scratch(self) -> SchedulingCycle:
+        """A cycle built from scratch, evaluating every pod on every node (no shortcuts)."""
+        return SchedulingCycle(
+            ClusterSnapshot(nodes=self._node_snapshots()),
+            self.plugin,
+            reserve=self.strategy.reserve,
+            reuse=False,
+            node_pods=self._pods_by_node(),
+        )
+
     def _unschedulable(self, record: PodRecord, now: float) -> None:
         self.rec.unschedulable_attempts += 1
+        self._check_attempts(now)
+        delay = self.backoff.failed(record.key, now)
+        record.next_try = now + delay
+        if self.books is not None and delay >= self.backoff.maximum:
+            self._park([record], record.shape, record.next_try)
+        else:
+            self._retry_at(record)
+
+    def _check_attempts(self, now: float) -> None:
         if self.rec.unschedulable_attempts > MAX_ATTEMPTS:
             raise LimitError(
                 f"{self.strategy.name}: more than {MAX_ATTEMPTS} failed scheduling attempts by "
                 f"{now:.0f}s of simulated time; shorten the duration or add nodes"
             )
-        record.next_try = now + self.backoff.failed(record.key, now)
-        self._retry_at(record)
 
     def _retry_at(self, record: PodRecord) -> None:
         """Queue the pod's next attempt (entries of pods bound or re-timed since are
@@ -451,13 +610,14 @@ class Simulation:
         heapq.heappush(self._retries, (record.next_try, self._sequence, record.key))
 
     def _earliest_retry(self) -> float | None:
+        earliest = self._parked_at[0][0] if self._parked_at else None
         while self._retries:
             at, _, key = self._retries[0]
             record = self.pending.get(key)
             if record is not None and record.next_try == at:
-                return at
+                return at if earliest is None else min(at, earliest)
             heapq.heappop(self._retries)
-        return None
+        return earliest
 
     def _bind(self, record: PodRecord, decision: Decision) -> None:
         node = decision.node
@@ -477,12 +637,14 @@ class Simulation:
         self.rec.pending_times.append(now - record.created)
         self.bound[record.key] = record
         self._set_member(record)
-        record.manifest = self._manifest(record, node)
-        if self.dra is not None:  # GPU claims, made before the pod reaches its kubelet
-            record.manifest, claims = self.dra.bind(record.manifest, node)
+        if self.dra is None:
+            record.seen = self._seen(record, node)
+        else:  # GPU claims, made before the pod reaches its kubelet
+            manifest, claims = self.dra.bind(self._manifest(record, node), node)
             for kind, claim in claims:
                 self._apply(self.fleet.claim_event(kind, claim))
-        self._apply(self.fleet.pod_event("ADDED", record.manifest))
+            record.seen = observe_pod(manifest)
+        self._apply(self.fleet.pod_seen("ADDED", record.seen))
 
     def _node_snapshots(self) -> tuple[NodeSnapshot, ...]:
         """Every node as the strategy sees it; the same tuple while nothing changed."""
@@ -507,11 +669,15 @@ class Simulation:
             )
         return kept
 
+    def _view_changed(self, name: str) -> None:
+        """The NRT the strategy sees for node ``name`` changed."""
+        self._snapshot_dirty.add(name)
+        if self.books is not None:
+            self._changed.add(name)
+
     def _truth(self, name: str) -> NumaTopology:
         if name in self._truth_dirty or name not in self.truth:
-            snap = self.fleet.nodes[name].snapshot()
-            body = render_nrt(self.profiles[name], usage=snap.usage, pods=snap.pods)
-            self.truth[name] = read_nrt(body, source=f"NRT of {name}")
+            self.truth[name] = self._views[name].of(self.fleet.nodes[name].snapshot())
             self._truth_dirty.discard(name)
         return self.truth[name]
 
@@ -525,22 +691,37 @@ class Simulation:
 
     # ---- the scheduler's view of bound pods ------------------------------------------
 
-    def _set_member(self, record: PodRecord) -> None:
+    def _set_member(self, record: PodRecord | _ForeignRecord) -> None:
+        """The pod as the strategy sees it on its node: its spec with the annotations the
+        strategy reads. (Members are never terminal - terminal pods are dropped - so their
+        phase changes nothing the books read: an unchanged view is left as it is.)"""
         sees = self.strategy.sees
         annotations: dict[str, str] = {}
         if sees in (SEES_PREDICTED, SEES_ALL) and record.predicted is not None:
             annotations.update(record.predicted)
         if sees == SEES_ALL:
             annotations.update(record.observed)
+        kept = self.members[record.node].get(record.key)
+        if kept is not None and kept.spec.annotations == annotations:
+            return
         spec = replace(record.spec, node_name=record.node, annotations=annotations)
-        self.members[record.node][record.key] = NodePod(spec=spec, phase=record.phase)
-        self._dirty_pods.add(record.node)
-        self.version += 1
+        requests = self._requests.get(record.shape)
+        if requests is None:
+            requests = self._requests[record.shape] = effective_requests(record.spec)
+        self.members[record.node][record.key] = NodePod(
+            spec=spec, phase=record.phase, requests=requests
+        )
+        self._touch(record.node)
 
     def _drop_member(self, record: PodRecord) -> None:
         self.members[record.node].pop(record.key, None)
-        self._dirty_pods.add(record.node)
-        self.version += 1
+        self._touch(record.node)
+
+    def _touch(self, name: str) -> None:
+        """The pods on node ``name`` (or their phase or annotations) changed."""
+        self._dirty_pods.add(name)
+        if self.books is not None:
+            self._changed.add(name)
 
     def _pods_by_node(self) -> dict[str, tuple[NodePod, ...]]:
         for name in self._dirty_pods:
@@ -552,22 +733,57 @@ class Simulation:
 
     def _apply(self, effects: list[Effect]) -> None:
         finished: list[PodRecord] = []
+        created: list[_ForeignRecord] = []
         for effect in effects:
             if isinstance(effect, PatchPodStatus):
-                record = self.bound.get(f"{effect.namespace}/{effect.name}")
+                key = f"{effect.namespace}/{effect.name}"
+                record = self.bound.get(key)
                 if (
                     record is not None
                     and record.uid == effect.uid
                     and self._status(record, effect.status)
                 ):
                     finished.append(record)
+                foreign = self.foreign.get(key)
+                if foreign is not None and foreign.uid == effect.uid:
+                    self._foreign_status(foreign, effect.status)
             elif isinstance(effect, PublishNrt):
                 self._published(effect)
             elif isinstance(effect, ServePodResources):
-                self._served(effect.node)
+                self._served(effect)
+            elif isinstance(effect, CreatePod):
+                created.append(self._create(effect))
         for record in finished:
-            record.manifest["status"] = {"phase": record.phase}
-            self._apply(self.fleet.pod_event("DELETED", record.manifest))
+            assert record.seen is not None
+            self._apply(self.fleet.pod_seen("DELETED", replace(record.seen, phase=record.phase)))
+        for foreign in created:
+            # The watch delivers the new pod to the controller core.
+            self._apply(self.fleet.pod_event("ADDED", foreign.manifest))
+
+    def _create(self, effect: CreatePod) -> _ForeignRecord:
+        """The API server creates a foreign pod the controller core asked for."""
+        self._uids += 1
+        manifest = dict(effect.manifest)
+        manifest["metadata"] = {**manifest["metadata"], "uid": f"sim-{self._uids:08d}"}
+        spec = pod_from_manifest(manifest, source=f"foreign pod {effect.namespace}/{effect.name}")
+        record = _ForeignRecord(
+            key=spec.key,
+            node=effect.node,
+            uid=manifest["metadata"]["uid"],
+            spec=spec,
+            manifest=manifest,
+            shape=pod_shape(spec),
+        )
+        self.foreign[record.key] = record
+        self._set_member(record)
+        return record
+
+    def _foreign_status(self, record: _ForeignRecord, status: Mapping[str, Any]) -> None:
+        phase = str(status.get("phase") or record.phase)
+        if phase != record.phase:
+            record.phase = phase
+            record.manifest["status"] = {"phase": phase}
+            self._set_member(record)
 
     def _integrate(self) -> None:
         now = self.clock.now
@@ -578,6 +794,13 @@ class Simulation:
         """Apply a status patch; True when the pod became terminal."""
         phase = status.get("phase")
         now = self.clock.now
+        if phase in ("Pending", "Running") and record.log.zones is None:
+            # Admitted: where its kubelet put it.
+            allocation = self.fleet.nodes[record.node].state.allocation(record.key)
+            if allocation is not None:
+                record.log.zones = allocation_zones(
+                    allocation, self.cpu_maps[record.node], self.device_numa[record.node]
+                )
         if phase == "Running" and record.phase != "Running":
             record.phase = "Running"
             record.started = now
@@ -632,20 +855,24 @@ class Simulation:
         name = effect.node
         if self.strategy.view != VIEW_PUBLISHED:
             return  # this strategy never reads the published NRT
-        self.published[name] = read_nrt(effect.body, source=f"NRT of {name}")
-        self.version += 1
-        self._snapshot_dirty.add(name)
+        self.published[name] = (
+            read_nrt(effect.body, source=f"NRT of {name}")
+            if effect.snapshot is None
+            else self._views[name].of(effect.snapshot)
+        )
+        self._view_changed(name)
         model = self.fleet.nodes[name]
         if self.strategy.reads_lagged_nrt and model.published == model.snapshot():
             self.stale_since.pop(name, None)
 
-    def _served(self, name: str) -> None:
+    def _served(self, effect: ServePodResources) -> None:
         """The node's allocations changed (podresources now serves the new state)."""
+        name = effect.node
+        self._served_allocations[name] = effect.allocations
         self._truth_dirty.add(name)
         self._stranded_memo.pop(name, None)
         if self.strategy.view == VIEW_TRUTH:
-            self.version += 1
-            self._snapshot_dirty.add(name)
+            self._view_changed(name)
         self.stale_since.setdefault(name, self.clock.now)
         if name not in self._export_due:
             self._export_due.add(name)
@@ -657,19 +884,14 @@ class Simulation:
         """The node's exporter lists podresources and annotates the pods it has not yet
         observed (a pod's allocation never changes while it runs)."""
         self._export_due.discard(name)
-        allocations = self.fleet.nodes[name].state.allocations()
-        for key, allocation in allocations.items():
-            record = self.bound.get(key)
+        for allocation in self._served_allocations.get(name, ()):
+            key = allocation.key
+            record: PodRecord | _ForeignRecord | None = self.bound.get(key) or self.foreign.get(key)
             if record is None or record.node != name or record.observed:
                 continue
-            # The bytes the fake podresources server sends, decoded and converted as the
-            # exporter's client does: the same path as a real List answer.
-            message = pod_message(allocation, self.device_numa[name])
-            report = decode_pod(message.SerializeToString())
-            view = pod_view(record.manifest)
-            expected = view.expected_memory_containers(
-                memory_manager_static=self.memory_static[name]
-            )
+            # What the node's podresources lists for the pod, as the exporter's values.
+            report = pod_report(allocation, self.device_numa[name])
+            expected = self._expected_memory(record, name)
             placement = derive_placement(
                 report, self.cpu_maps[name], expected_memory_containers=expected
             )
@@ -680,6 +902,22 @@ class Simulation:
                 if _predicted_zones(record.predicted) == _observed_zones(record.observed):
                     self.rec.agreed += 1
             self._set_member(record)
+
+    def _expected_memory(self, record: PodRecord | _ForeignRecord, name: str) -> frozenset[str]:
+        """The containers the exporter expects memory blocks from (its own rule, from the
+        Pod object), the same for every pod of a shape."""
+        static = self.memory_static[name]
+        known = self._expected.get((record.shape, static))
+        if known is None:
+            manifest = (
+                record.manifest
+                if isinstance(record, _ForeignRecord)
+                else self._manifest(record, record.node)
+            )
+            view = pod_view(manifest)
+            known = view.expected_memory_containers(memory_manager_static=static)
+            self._expected[(record.shape, static)] = known
+        return known
 
     # ---- samples ----------------------------------------------------------------------
 
@@ -697,7 +935,7 @@ class Simulation:
         shapes: dict[str, PodSpec] = {}
         for record in self.pending.values():
             if record.gpus > 0:
-                shapes.setdefault(pod_shape(record.spec), record.spec)
+                shapes.setdefault(record.shape, record.spec)
         if not shapes:
             return 0
         stranded = 0

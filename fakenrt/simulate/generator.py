@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from fakenrt.podspec import pod_from_manifest
+from fakenrt.podspec import PodSpec, pod_from_manifest
 from fakenrt.podvalidation import PodInvalid, validated_pod
 from fakenrt.simulate.limits import MAX_ARRIVALS_PER_HOUR, MAX_PODS, LimitError, shown
 from fakenrt.simulate.workload import GPU, WorkItem, WorkloadError, seconds
@@ -219,6 +219,9 @@ def generate(settings: GeneratorSettings, *, seed: int) -> tuple[WorkItem, ...]:
         except PodInvalid as exc:
             raise WorkloadError(str(exc)) from None
     items: list[WorkItem] = []
+    # The pods of a class differ only in name: they share the class's spec (the manifest's
+    # and the parsed one), which nothing modifies.
+    templates: dict[str, tuple[dict[str, Any], PodSpec]] = {}
     t = 0.0
     while True:
         t += rng.expovariate(rate)
@@ -229,17 +232,25 @@ def generate(settings: GeneratorSettings, *, seed: int) -> tuple[WorkItem, ...]:
         cls = rng.choices(classes, weights)[0]
         low, high = math.log(cls.min_minutes * 60), math.log(cls.max_minutes * 60)
         arrival = len(items)
+        template = templates.get(cls.name)
+        if template is None:
+            manifest = pod_manifest(name=cls.name, namespace=settings.namespace, cls=cls)
+            template = templates[cls.name] = (
+                manifest,
+                pod_from_manifest(manifest, source="generator"),
+            )
+        base, spec = template
         for member in range(cls.batch):
             duration = float(round(math.exp(rng.uniform(low, high))))
             name = f"{cls.name}-{arrival:06d}" + (f"-{member}" if cls.batch > 1 else "")
-            manifest = pod_manifest(name=name, namespace=settings.namespace, cls=cls)
+            metadata = {**base["metadata"], "name": name}
             items.append(
                 WorkItem(
                     at=round(t, 3),
                     duration=duration,
                     priority=cls.priority,
-                    manifest=manifest,
-                    spec=pod_from_manifest(manifest, source="generator"),
+                    manifest={**base, "metadata": metadata},
+                    spec=replace(spec, name=name),
                     pod_class=cls.name,
                 )
             )

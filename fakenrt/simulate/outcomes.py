@@ -77,6 +77,10 @@ class PodOutcome:
     finished: float | None = None
     #: GPU-seconds it held while Running, up to the horizon.
     gpu_seconds: float = 0.0
+    #: The NUMA zones its kubelet gave the object it last bound, ascending (what its CPUs,
+    #: NUMA-affine devices and memory blocks sit on); empty when that object was not
+    #: admitted, or holds nothing NUMA-bound.
+    zones: tuple[int, ...] = ()
 
     @property
     def never_placed(self) -> bool:

@@ -16,6 +16,7 @@ from fakenrt.controller.effects import (
     PatchPodStatus,
     PublishNrt,
     RecordPodEvent,
+    Rendered,
     ServePodResources,
 )
 from fakenrt.controller.fleet import Fleet
@@ -391,3 +392,38 @@ def test_relist_after_a_lost_watch_releases_the_gone_and_admits_the_new(
     effects = f.resync([*listed, fresh])
     assert list(f.nodes[NODE].state.allocations()) == ["ns/kept", "ns/fresh"]
     assert [p.name for p in of(effects, PatchPodStatus)] == ["fresh"]
+
+
+@pytest.mark.parametrize("start_delay", [0.0, 5.0])
+def test_bodies_rendered_when_written_say_what_their_known_items_say(
+    clock: ManualClock, start_delay: float
+) -> None:
+    """The core's effects render their API bodies when first read (Rendered); the items a
+    simulation reads without rendering (a status's phase) are the rendered ones, and a
+    first admission's annotations are the sequence number and the recorded allocation."""
+    f = fleet(clock, start_delay=start_delay, default_run_duration=30.0)
+    effects = list(f.start([]))
+    effects += f.pod_event("ADDED", pod("a", NODE, cpu="2", gpus=1))
+    effects += f.pod_event("ADDED", pod("huge", NODE, cpu="64"))
+    for _ in range(3):
+        clock.advance(20)
+        effects += f.advance()
+    checked = 0
+    for effect in effects:
+        for body in (getattr(effect, "status", None), getattr(effect, "annotations", None)):
+            if isinstance(body, Rendered):
+                rendered = dict(body.rendered())
+                assert {k: rendered[k] for k in body.known} == body.known
+                checked += 1
+        if isinstance(effect, PublishNrt):
+            assert dict(effect.body)["kind"] == "NodeResourceTopology"
+    assert checked >= 3
+    (admitted,) = [
+        e
+        for e in of(effects, PatchPodStatus)
+        if e.name == "a" and SEQUENCE_ANNOTATION in e.annotations
+    ]
+    assert set(admitted.annotations) == {SEQUENCE_ANNOTATION, ALLOCATION_ANNOTATION}
+    phases = [dict(e.status).get("phase") for e in of(effects, PatchPodStatus) if e.name == "a"]
+    expected = ["Running", "Succeeded"] if not start_delay else ["Pending", "Running", "Succeeded"]
+    assert phases == expected

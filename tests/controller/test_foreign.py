@@ -104,3 +104,50 @@ def test_a_restarted_controller_does_not_create_existing_foreign_pods(clock: Man
     effects = again.start([existing])
     assert not [e for e in effects if isinstance(e, CreatePod)]
     assert not [e for e in effects if isinstance(e, PatchPodStatus)]
+
+
+def test_foreign_requests_are_pods_that_hold_nothing_exclusively(clock: ManualClock) -> None:
+    """``foreignRequests`` become ``pods`` pods, the first requesting the cpu and memory:
+    created and Running like the zones' foreign pods, listed by podresources with nothing
+    held, out of the NRT fingerprint, and counted in the kubelet's fit check - as a
+    scheduler counts them."""
+    (p,) = make_profiles(
+        dict(profile(), maxPods=4, foreignRequests={"cpu": "3500m", "memory": "1Gi", "pods": 2})
+    )
+    f = Fleet([(p, NodeIdentity(p.name, 0))], ControllerSettings(nrt_refresh=0), clock=clock)
+    effects = f.start([])
+    creates = [e for e in effects if isinstance(e, CreatePod)]
+    assert [c.name for c in creates] == [
+        f"fakenrt-foreign-{NODE}-node-0",
+        f"fakenrt-foreign-{NODE}-requests-0",
+        f"fakenrt-foreign-{NODE}-requests-1",
+    ]
+    first, second = (pod_from_manifest(c.manifest) for c in creates[1:])
+    assert qos_class(first) == QOSClass.BURSTABLE and qos_class(second) == QOSClass.BEST_EFFORT
+    assert {k: str(v) for k, v in first.containers[0].requests.items()} == {
+        "cpu": "3.5",
+        "memory": str(GI),
+    }
+    assert first.containers[0].limits == {} and second.containers[0].requests == {}
+    (served,) = [e for e in effects if isinstance(e, ServePodResources)]
+    listed = {a.key: a for a in served.allocations}
+    (held,) = listed[f"kube-system/fakenrt-foreign-{NODE}-requests-0"].containers
+    assert (held.cpus, dict(held.devices), held.memory) == (frozenset(), {}, ())
+    (publish,) = [e for e in effects if isinstance(e, PublishNrt)]
+    only_exclusive = fingerprint([("kube-system", f"fakenrt-foreign-{NODE}-node-0")])
+    assert attributes(publish.body)["nodeTopologyPodsFingerprint"] == only_exclusive
+    for i, create in enumerate(creates):
+        created = dict(create.manifest, metadata=dict(create.manifest["metadata"], uid=f"u{i}"))
+        (patch,) = [e for e in f.pod_event("ADDED", created) if isinstance(e, PatchPodStatus)]
+        assert patch.status["phase"] == "Running"
+    # 16 CPUs - 2 held by the zone's foreign pod - 3.5 requested: 10.5 left.
+    effects = f.pod_event("ADDED", pod("big", NODE, cpu="11", guaranteed=False))
+    (patch,) = [e for e in effects if isinstance(e, PatchPodStatus)]
+    assert (patch.status["phase"], patch.status["reason"]) == ("Failed", "OutOfcpu")
+    assert "used: 5500" in patch.status["message"]
+    # maxPods 4: three foreign pods, so one more pod fits, not two.
+    ok = f.pod_event("ADDED", pod("a", NODE, cpu="1", guaranteed=False))
+    assert [e.status["phase"] for e in ok if isinstance(e, PatchPodStatus)] == ["Running"]
+    effects = f.pod_event("ADDED", pod("b", NODE, cpu="1", guaranteed=False))
+    (patch,) = [e for e in effects if isinstance(e, PatchPodStatus)]
+    assert patch.status["reason"] == "OutOfpods"

@@ -14,7 +14,8 @@ from kubernetes import client
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
 from exporter.kubeclient import KubeClient
 from fakenrt.controller.endpoints import socket_path, sysfs_root
-from fakenrt.nrt.loaded import FOREIGN_NAMESPACE, foreign_pods
+from fakenrt.kubelet.foreign import FOREIGN_NAMESPACE
+from fakenrt.nrt.loaded import foreign_pods
 from fakenrt.podspec import pod_from_manifest
 from tests.controller.conftest import make_profiles, unique
 from tests.controller.harness import get_pod, running, wait_for

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from fakenrt.dra.claims import ResourceClaim, claim_from_manifest
 from fakenrt.kubelet.allocation import ClaimResource, DynamicResource
 from fakenrt.kubelet.node import NodeState
-from fakenrt.podresources_messages import device_numa, pod_message
+from fakenrt.podresources_messages import pod_message
+from fakenrt.podresources_report import device_numa
 from fakenrt.podspec import PodSpec, pod_from_manifest
 from fakenrt.profiles import parse_profiles
 from fakenrt.profiles.model import NodeProfile

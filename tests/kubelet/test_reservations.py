@@ -45,6 +45,28 @@ def test_foreign_pods_count_against_max_pods() -> None:
     assert result.reason == "OutOfpods"
 
 
+def test_a_zones_foreign_pod_counts_as_a_pod_with_its_requests() -> None:
+    """The pod holding a zone's ``allocated`` (fakenrt.kubelet.foreign) is a pod of the node
+    like any other: it counts against maxPods, and its requests (the zone's amounts, plus
+    the 1Mi of memory that makes it Guaranteed) in the fit check."""
+    node: dict[str, Any] = {
+        "name": "n",
+        "maxPods": 2,
+        "kubelet": {"topologyManagerPolicy": "single-numa-node"},
+        "zones": [
+            {"id": 0, "cpus": "0-3", "memory": "4Gi", "allocated": {"cpu": 2}},
+            {"id": 1, "cpus": "4-7", "memory": "4Gi"},
+        ],
+    }
+    (profile,) = parse_profiles({"nodes": [node]}, source="p.yaml")
+    state = NodeState.from_profile(profile)
+    everything_else = pod("a", container("c", guaranteed=False, cpu="6", memory="8Gi"))
+    assert state.admit(everything_else).reason == "OutOfmemory"
+    assert state.admit(pod("b", container("c", guaranteed=False, cpu="6"))).admit
+    result = state.admit(pod("c", container("c", guaranteed=False, cpu="100m")))
+    assert result.reason == "OutOfpods"
+
+
 def test_reservations_shrink_node_allocatable_memory() -> None:
     """systemReserved + kubeReserved + evictionHard come off the machine's memory, which
     reservedMemory made larger than the zones: allocatable is the zones' 8Gi again, and a

@@ -49,7 +49,7 @@ def test_three_two_two_cores_exactly_two_placed_in_one_cycle() -> None:
 def test_forget_credits_back_exactly() -> None:
     snapshot = ClusterSnapshot(nodes=(node("n1", FOUR_CORE_ZONES),))
     cycle = SchedulingCycle(snapshot, NumaPlugin())
-    books = cycle.books["n1"]
+    books = cycle.node_books("n1")
     assert books.ledger is not None
     before = (books.ledger.snapshot(), dict(books.requested), books.pods)
     decision = cycle.schedule(guaranteed("a", cpu=3, memory="1Gi"))
@@ -189,7 +189,7 @@ def test_without_reservation_every_pod_of_the_cycle_sees_the_snapshot_zones() ->
     # 8 cores, still holds), and the first two both pick zone 0.
     snapshot = ClusterSnapshot(nodes=(node("n1", FOUR_CORE_ZONES),))
     cycle = SchedulingCycle(snapshot, NumaPlugin(), reserve=False)
-    books = cycle.books["n1"]
+    books = cycle.node_books("n1")
     assert books.ledger is not None
     zones_before = books.ledger.snapshot()
     decisions = [

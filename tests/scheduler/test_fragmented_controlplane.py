@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry
 
 from exporter.kubeclient import KubeClient
 from exporter.kubesettings import from_kubeconfig
-from fakenrt.nrt.loaded import FOREIGN_NAMESPACE, foreign_pod_name
+from fakenrt.kubelet.foreign import FOREIGN_NAMESPACE, foreign_pod_name
 from fakenrt.profiles.parsing import parse_profiles
 from fakenrt.scheduler.backoff import Backoff
 from fakenrt.scheduler.kube import KubeCluster

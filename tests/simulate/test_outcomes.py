@@ -28,6 +28,7 @@ def test_rejections_name_pod_node_time_and_the_kubelets_message() -> None:
     assert (b.fate, b.started, b.attempts) == (RUNNING, 5.0, 1)
     assert b.gpu_seconds == pytest.approx(3 * (600 - 5))
     assert (c.fate, c.attempts, c.binds, c.started) == (DROPPED, 3, 3, None)
+    assert (a.zones, b.zones, c.zones) == ((0,), (1,), ())
     assert [(r.item, r.pod, r.node, r.at, r.reason, r.message) for r in outcomes.rejections] == [
         (2, "t/c", "n1", 10.0, "TopologyAffinityError", TAE_MESSAGE),
         (2, "t/c-r1", "n1", 11.0, "TopologyAffinityError", TAE_MESSAGE),

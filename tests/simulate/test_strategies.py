@@ -196,3 +196,21 @@ def test_shortcuts_change_nothing(
     fast = Simulation(scenario=run, strategy=BY_NAME[strategy]).run()
     slow = Simulation(scenario=run, strategy=BY_NAME[strategy], shortcuts=False).run()
     assert fast == slow
+
+
+@pytest.mark.parametrize("strategy", NAMES)
+def test_long_waits_at_the_longest_backoff_change_nothing(strategy: str) -> None:
+    """Pods that wait minutes retry at the backoff's longest delay, many at the same
+    moments, while their shapes fit nowhere (the engine then counts their attempts in
+    bulk) - interleaved with binds of other shapes and completions that make room."""
+    nodes = profiles(RESTRICTED_AND_SNN)
+    items = workload(
+        *((float(i % 3), 600.0 + 60 * i, pod(f"big{i}", gpu=3, cpu=2)) for i in range(8)),
+        *((float(5 * i), 240.0, pod(f"small{i}", gpu=1, cpu=1)) for i in range(12)),
+        *((30.0 + i, 900.0, pod(f"cpu{i}", cpu=6)) for i in range(4)),
+    )
+    run = scenario(nodes, items, duration=3600.0, nrt_delay=20.0, nrt_jitter=10.0, requeue=True)
+    fast = Simulation(scenario=run, strategy=BY_NAME[strategy]).run()
+    slow = Simulation(scenario=run, strategy=BY_NAME[strategy], shortcuts=False).run()
+    assert fast == slow
+    assert fast.figures["unschedulable_attempts"] > 100
