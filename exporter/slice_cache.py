@@ -81,6 +81,11 @@ class SliceCache:
     def _name(self, obj: Mapping[str, Any]) -> str:
         return str((obj.get("metadata") or {}).get("name") or "")
 
+    def held(self) -> frozenset[str]:
+        """The names of the slices held now."""
+        with self._lock:
+            return frozenset(self._slices)
+
     def replace(self, objects: list[dict[str, Any]]) -> None:
         kept: dict[str, Mapping[str, Any]] = {
             self._name(o): o for o in objects[:MAX_SLICES] if self._name(o)

@@ -246,6 +246,7 @@ OPTIONS: dict[tuple[str, str], str] = {
     ("fakenrt simulate", "--executor"): "choice",
     ("fakenrt simulate", "--address"): "dask-address",
     ("fakenrt simulate", "--json"): NOT_INPUTS,
+    ("fakenrt simulate", "--dra"): NOT_INPUTS,
     ("fakenrt simulate", "--report"): "output-file",
     ("fakenrt simulate", "--jobs"): "integer",
     ("fakenrt simulate", "--progress"): NOT_INPUTS,
