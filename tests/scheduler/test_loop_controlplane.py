@@ -177,8 +177,10 @@ ONE_GPU_ZONE = {"capacity": {"cpu": 16, GPU: 1, "memory": 64 * GI}}
 
 
 def test_binds_and_writes_predicted_placement(env: Env) -> None:
-    split = env.node("split", [ONE_GPU_ZONE, ONE_GPU_ZONE])
-    good = env.node("good", [GPU_ZONE, GPU_ZONE])
+    # examined in name order: the split node first (a node examined after a fit that it
+    # cannot outscore is skipped, its rejection not counted)
+    split = env.node("a-split", [ONE_GPU_ZONE, ONE_GPU_ZONE])
+    good = env.node("b-good", [GPU_ZONE, GPU_ZONE])
     env.pod("train", cpu=4, gpu=2)
     report = env.scheduler().run_cycle()
     assert report.bound == {f"{env.namespace}/train": good}
