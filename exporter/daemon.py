@@ -128,6 +128,7 @@ class Exporter:
             generation=lambda: self.slices.generation,
             metrics=self.metrics,
             record_event=events.record,
+            ready=self.slices.synced.is_set,
         )
         self.reconciler = Reconciler(
             podresources=self.podresources,

@@ -72,8 +72,10 @@ class DraObserver:
         generation: Callable[[], int],
         metrics: ExporterMetrics,
         record_event: Callable[[PodView, str], None] | None = None,
+        ready: Callable[[], bool] = lambda: True,
     ) -> None:
         self._locate = locate
+        self._ready = ready
         self._generation = generation
         self._metrics = metrics
         self._record_event = record_event
@@ -87,6 +89,12 @@ class DraObserver:
         for rule in RULES:
             metrics.dra_devices.labels(rule).set(0)
         metrics.dra_misaligned_pods.set(0)
+
+    def ready(self) -> bool:
+        """Whether DRA devices can be placed: the node's slices were listed (or the API
+        answered that it serves none, or refused): before, a DRA device would be left
+        out of a placement that is then written."""
+        return self._ready()
 
     @property
     def generation(self) -> int:

@@ -347,6 +347,9 @@ class Reconciler:
             pod = snapshot.get(key)
             if key in duplicates or pod is None or not pod.writable:
                 continue
+            if self._dra is not None and _holds_dra(pod_report) and not self._dra.ready():
+                pending = True  # its DRA devices' NUMA nodes come with the node's slices
+                continue
             memo = self._desired(pod_report, pod)
             observed.append(PodObservation(pod, pod_report, memo.misaligned))
             unknown |= memo.placement.unknown_cpus
@@ -526,3 +529,7 @@ class Reconciler:
             if wake.wait(poll_interval_s) and not stop.is_set() and wrote:
                 stop.wait(COALESCE_S)
         self._writes.stop()
+
+
+def _holds_dra(report: PodResources) -> bool:
+    return any(container.dynamic for container in report.containers)

@@ -20,6 +20,8 @@ from prometheus_client import CollectorRegistry
 
 from exporter import reconciler as reconciler_module
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
+from exporter.dra_numa import RULE_STANDARD, DeviceNuma
+from exporter.dra_observer import DraObserver
 from exporter.health import Health
 from exporter.kube_pods import PodApi
 from exporter.kubeclient import KubeClient
@@ -30,7 +32,14 @@ from exporter.pod_cache import PodCache
 from exporter.podresources_client import PodResourcesClient
 from exporter.pods import pod_view
 from exporter.reconciler import PassReport, Reconciler
-from exporter.resources import AllocatableResources, MemoryBlock, PodResources
+from exporter.resources import (
+    AllocatableResources,
+    ClaimDevice,
+    ClaimResources,
+    ContainerResources,
+    MemoryBlock,
+    PodResources,
+)
 from exporter.sysfs import read_cpu_numa_map
 from exporter.writepool import WritePool
 from tests.controlplane.cluster import ControlPlane
@@ -653,3 +662,51 @@ def test_a_pass_logs_its_writes_in_one_line_and_each_pod_at_debug(
         OBSERVED_MEMORY_GROUPS: "[]",
     }
     assert len(debug) == 3
+
+
+def test_a_pod_with_dra_devices_waits_for_the_nodes_slices(
+    harness: Harness, sysfs_root: Path
+) -> None:
+    """Before the node's ResourceSlices are listed, a DRA device's NUMA node is unknown: a
+    pod holding one is not written (it would be written without the device), the others
+    are; once the slices are in, it is written with the device."""
+    h = harness
+    slices_listed = False
+    observer = DraObserver(
+        locate=lambda device: DeviceNuma(1, RULE_STANDARD),
+        generation=lambda: 1,
+        metrics=ExporterMetrics(CollectorRegistry()),
+        ready=lambda: slices_listed,
+    )
+    reconciler = Reconciler(
+        podresources=PodResourcesClient(h.fake.socket_path),
+        cache=h.cache,
+        patcher=Patcher(h.pod_api, sleep=lambda _: None, rng=random.Random(1)),
+        load_cpu_map=lambda: read_cpu_numa_map(sysfs_root),
+        metrics=ExporterMetrics(CollectorRegistry()),
+        health=h.health,
+        clock=time.monotonic,
+        wall_clock=time.time,
+        dra=observer,
+    )
+    device = ClaimDevice("gpu.nvidia.com", h.node, "gpu-1", ())
+    claim = ClaimResources("gpu", h.namespace, (device,))
+    with_dra = PodResources(
+        h.namespace, "dra", (ContainerResources("main", cpu_ids=(0, 1), dynamic=(claim,)),)
+    )
+    for name in ("dra", s.CPU_ONLY.name):
+        create_pod(h.api, h.namespace, name, node=h.node)
+    h.fake.set_pods([with_dra, h.report(s.CPU_ONLY)])
+    h.sync()
+
+    first = reconciler.run_once()
+    assert first.patches == {"applied": 1}
+    assert OBSERVED_PLACEMENT not in annotations_of(h.api, h.namespace, "dra")
+    assert OBSERVED_PLACEMENT in annotations_of(h.api, h.namespace, s.CPU_ONLY.name)
+
+    slices_listed = True
+    h.sync()
+    assert reconciler.run_once().patches == {"applied": 1}
+    assert annotations_of(h.api, h.namespace, "dra")[OBSERVED_PLACEMENT] == (
+        '[{"zone":"node-0","amount":{"cpu":"2"}},{"zone":"node-1","amount":{"gpu.nvidia.com":"1"}}]'
+    )
