@@ -353,11 +353,19 @@ def _ready_of(node: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _readiness_seen(
-    kube: KubeClient, name: str, version: str, *, until: Callable[[dict[str, Any]], bool]
+    kube: KubeClient,
+    name: str,
+    version: str,
+    before: dict[str, Any],
+    *,
+    until: Callable[[dict[str, Any]], bool],
 ) -> list[dict[str, Any]]:
-    """Every Ready condition the Node ``name`` carried after ``version``, from a watch (so
-    no write can slip between two reads), up to the first one ``until`` accepts."""
+    """Every Ready condition the Node ``name`` carried after ``version`` (when it was
+    ``before``), from a watch (so no write can slip between two reads), up to the first one
+    ``until`` accepts. A write that leaves the condition as it was (another writer's: the
+    session's kube-controller-manager annotates and taints nodes) is not a new condition."""
     seen: list[dict[str, Any]] = []
+    last = before
     for event in kube.watch(
         path("api", "v1", "nodes"),
         resource_version=version,
@@ -367,8 +375,9 @@ def _readiness_seen(
         if event.get("type") == "BOOKMARK":
             continue
         ready = _ready_of(event["object"])
-        if ready is None:
+        if ready is None or ready == last:
             continue
+        last = ready
         seen.append(ready)
         if until(ready):
             return seen
@@ -399,18 +408,24 @@ def test_a_node_the_kubelet_would_not_restart_is_never_reported_ready(
         {"metadata": {"annotations": {MEMORY_STATE_ANNOTATION: json.dumps(changed)}}},
     )
     versions = {n: _node(kube, n)["metadata"]["resourceVersion"] for n in (node, other)}
-    assert _ready(kube, node)["status"] == "True"  # what the first controller left
+    before = {n: _ready(kube, n) for n in (node, other)}
+    assert before[node]["status"] == "True"  # what the first controller left
 
     # A later start, so every status the second controller writes is a change.
     second_clock = ManualClock(first_clock.now + 60)
     with running(kube, [broken, healthy], clock=second_clock, state_dir=state):
         refused = _readiness_seen(
-            kube, node, versions[node], until=lambda r: r["reason"] == MEMORY_STATE_INVALID
+            kube,
+            node,
+            versions[node],
+            before[node],
+            until=lambda r: r["reason"] == MEMORY_STATE_INVALID,
         )
         restarted = _readiness_seen(
             kube,
             other,
             versions[other],
+            before[other],
             until=lambda r: r["lastHeartbeatTime"] == rfc3339(second_clock.now),
         )
     assert [r["status"] for r in refused] == ["False"]
