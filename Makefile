@@ -135,8 +135,9 @@ kind-test: $(VENV)/.installed-dev
 test: $(VENV)/.installed-dev
 	tests/controlplane/build.sh >/dev/null
 	@mkdir -p build
-	@echo "== schedulers: building the adapters' binaries in the background (build/schedulers-build.log)"
-	nice -n 10 $(BIN)/python -m schedulers.building >build/schedulers-build.log 2>&1 &
+	@echo "== schedulers, then the Kind node image: built in the background (build/schedulers-build.log, build/kind-build.log)"
+	(nice -n 10 $(BIN)/python -m schedulers.building >build/schedulers-build.log 2>&1; \
+	 nice -n 10 kind/build-node-image.sh >build/kind-build.log 2>&1) &
 	tests/controlplane/build-kubectl.sh >/dev/null
 	tests/helm/build.sh >/dev/null
 	tests/prometheus/install.sh >/dev/null

@@ -14,9 +14,14 @@ if docker info >/dev/null 2>&1; then
   exit 0
 fi
 
+mkdir -p "$KIND_CACHE"
+# One start at a time: a background build and a test may both find no engine; the second
+# waits here, then finds the first one's engine up.
+exec 7>"$KIND_CACHE/docker-up.lock"
+flock 7
+docker info >/dev/null 2>&1 && exit 0
 command -v dockerd >/dev/null || apt_install docker.io
 command -v docker >/dev/null || apt_install docker.io
-mkdir -p "$KIND_CACHE"
 args=()
 if runc_wrapper_needed; then
   wrapper=$(build_runc_wrapper)
