@@ -104,6 +104,12 @@ class ClusterBooks:
     def __len__(self) -> int:
         return len(self._entries)
 
+    @property
+    def moves(self) -> int:
+        """How many times a node joined, left or moved to another class: a version of the
+        classes (equal versions, the same nodes in the same classes)."""
+        return self._base + len(self._log)
+
     def _join(self, name: str, key: object) -> None:
         cls = self._classes.get(key)
         if cls is None:
@@ -151,7 +157,7 @@ class ClusterBooks:
         if self.fits_nowhere(pod, shape):
             return Decision(pod_key=pod.key, node=None)
         requests, ordered = self._requests(pod, shape)
-        end = self._base + len(self._log)
+        end = self.moves
         best: tuple[int, str] | None = None
         chosen: Evaluation | None = None
         for cls in self._classes.values():
@@ -195,7 +201,7 @@ class ClusterBooks:
         since = self._nowhere.get(shape)
         if since is None or since < self._base:
             return False
-        end = self._base + len(self._log)
+        end = self.moves
         if since != end:
             if self._moved_fit(since, pod, shape, self._requests(pod, shape)[1]):
                 return False

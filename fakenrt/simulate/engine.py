@@ -76,6 +76,7 @@ from fakenrt.simulate.outcomes import (
     PodOutcome,
     Rejection,
 )
+from fakenrt.simulate.parking import Batch, ParkingLot
 from fakenrt.simulate.scenario import Scenario
 from fakenrt.simulate.strategies import (
     SEES_ALL,
@@ -166,15 +167,6 @@ _Place = tuple[int, float, str]
 def _order(record: PodRecord) -> _Place:
     """A pending pod's place in the scheduling queue: priority, then creation."""
     return (-record.item.priority, record.created, record.uid)
-
-
-@dataclass(eq=False)
-class _Parked:
-    """Parked pods of one shape whose next attempt is at ``next_try``."""
-
-    next_try: float
-    shape: str
-    members: list[PodRecord]
 
 
 def _zones(annotations: Mapping[str, str], placement_key: str, groups_key: str) -> set[int]:
@@ -292,9 +284,8 @@ class Simulation:
         # Pending pods by next attempt: (next_try, sequence, pod key).
         self._retries: list[tuple[float, int, str]] = []
         self._sequence = 0
-        # Parked pods (see _due_parked): groups by next attempt and shape.
-        self._parked_at: list[tuple[float, int, _Parked]] = []
-        self._parked_groups: dict[tuple[float, str], _Parked] = {}
+        # Parked pods (see _unpark), by next attempt.
+        self._parked: ParkingLot[PodRecord] = ParkingLot()
         # Per workload pod, in arrival order, and every rejection: the run's outcomes.
         self._logs: list[_PodLog] = []
         self._rejections: list[Rejection] = []
@@ -462,20 +453,51 @@ class Simulation:
 
     # ---- scheduling -------------------------------------------------------------------
 
+    def _next_tick(self, earliest: float) -> int:
+        """The first period tick at or after ``earliest`` that has not run yet."""
+        return max(int(-(-earliest // self.settings.period)), self._last_tick + 1)
+
     def _arm_cycle(self, earliest: float) -> None:
-        period = self.settings.period
-        tick = max(int(-(-earliest // period)), self._last_tick + 1)
+        tick = self._next_tick(earliest)
         if self._cycle_tick is None or tick < self._cycle_tick:
             self._cycle_tick = tick
-            self.events.push(tick * period, CYCLE, tick)
+            self.events.push(tick * self.settings.period, CYCLE, tick)
 
     def _cycle(self) -> None:
         tick = round(self.clock.now / self.settings.period)
         if tick != self._cycle_tick:
             return  # superseded by an earlier cycle
         self._cycle_tick = None
-        self._last_tick = tick
-        now = self.clock.now
+        quiet: float | None = None
+        while True:
+            self._last_tick = tick
+            if not self._tick(self.clock.now):
+                quiet = None  # a bind may have set a timer or queued an event
+            if not self.pending:
+                return
+            earliest = self._earliest_retry()
+            if earliest is None:
+                return
+            # The next cycle runs right here when nothing else is due before it (no event,
+            # no timer of the fleet): the run loop would do nothing else in between.
+            tick = self._next_tick(earliest)
+            at = tick * self.settings.period
+            if quiet is None:
+                quiet = self._quiet_until()
+            if at > self.horizon or not at < quiet:
+                self._arm_cycle(earliest)
+                return
+            self.clock.now = at
+
+    def _quiet_until(self) -> float:
+        """When the run loop next has something other than a cycle to do (an event or a
+        timer of the fleet); infinity when nothing is due."""
+        due = [x for x in (self.events.next_due(), self.fleet.next_due()) if x is not None]
+        return min(due, default=float("inf"))
+
+    def _tick(self, now: float) -> bool:
+        """One scheduling cycle at ``now``: the pods whose attempt is due, in the queue's
+        order. True when it only counted failed attempts (no pod was scheduled)."""
         # ``next_try`` is the backoff's deadline for the pod (``Backoff.failed``).
         ready = []
         while self._retries and self._retries[0][0] <= now:
@@ -483,86 +505,94 @@ class Simulation:
             record = self.pending.get(key)
             if record is not None and record.next_try == at:
                 ready.append(record)
-        parked = self._due_parked(now)
-        if ready or parked:
-            self.rec.cycles += 1
-            if self.strategy.reads_lagged_nrt:
-                self._count_staleness(now)
-            cycle = self._new_cycle()
-            # Pods in the scheduling queue's order (priority, then creation).
-            queue = [(_order(r), r) for r in ready]
-            heapq.heapify(queue)
-            self._unpark(parked, queue, None)
-            while queue:
-                place, record = heapq.heappop(queue)
-                if cycle is None:
-                    cycle = SchedulingCycle.over(self.books) if self.books else self._scratch()
-                decision = cycle.schedule(record.spec, shape=record.shape)
-                if decision.node is None:
-                    self._unschedulable(record, now)
-                    continue
-                self._bind(record, decision)
-                if parked:
-                    self._unpark(parked, queue, place)
+        parked = self._parked.due(now)
+        if not (ready or parked):
+            return True
+        self.rec.cycles += 1
+        if self.strategy.reads_lagged_nrt:
+            self._count_staleness(now)
+        if not ready and self._still_nowhere(parked):
+            # Nothing changed since these shapes last fitted nowhere: the cycle would try
+            # each parked pod and fail it.
             self._fail_parked(parked, now)
-        if self.pending:
-            earliest = self._earliest_retry()
-            if earliest is not None:
-                self._arm_cycle(earliest)
+            return True
+        cycle = self._new_cycle()
+        # Pods in the scheduling queue's order (priority, then creation).
+        queue = [(_order(r), r) for r in ready]
+        heapq.heapify(queue)
+        self._unpark(parked, queue, None)
+        while queue:
+            place, record = heapq.heappop(queue)
+            if cycle is None:
+                cycle = SchedulingCycle.over(self.books) if self.books else self._scratch()
+            decision = cycle.schedule(record.spec, shape=record.shape)
+            if decision.node is None:
+                self._unschedulable(record, now)
+                continue
+            self._bind(record, decision)
+            if parked:
+                self._unpark(parked, queue, place)
+        self._fail_parked(parked, now)
+        return False
 
-    # A pod retried at the backoff's longest delay whose shape fits nowhere is *parked*:
-    # its attempts are counted in bulk with the other parked pods of its shape due at the
-    # same moment, as long as the shape still fits nowhere when they come up - decided as
-    # a cycle decides it (ClusterBooks.fits_nowhere: re-checked on the nodes that moved
-    # since) at their place in the queue. Results are exactly those of attempting each.
-
-    def _due_parked(self, now: float) -> list[_Parked]:
-        due = []
-        while self._parked_at and self._parked_at[0][0] <= now:
-            _, _, group = heapq.heappop(self._parked_at)
-            self._parked_groups.pop((group.next_try, group.shape), None)
-            due.append(group)
-        return due
+    # A pod retried at the backoff's longest delay whose shape fits nowhere is *parked*
+    # (fakenrt/simulate/parking.py): its attempts are counted in bulk with the other parked
+    # pods due at the same moment, as long as its shape still fits nowhere when they come
+    # up - decided as a cycle decides it (ClusterBooks.fits_nowhere: re-checked on the
+    # nodes that moved since) at their place in the queue. Results are exactly those of
+    # attempting each.
 
     def _unpark(
-        self, parked: list[_Parked], queue: list[tuple[_Place, PodRecord]], after: _Place | None
+        self,
+        parked: list[Batch[PodRecord]],
+        queue: list[tuple[_Place, PodRecord]],
+        after: _Place | None,
     ) -> None:
         """Due parked pods whose shape may fit now join the queue (those after ``after``,
         the place of the last bind: the ones before it were attempted while the shape
         still fitted nowhere)."""
-        if not parked or self.books is None:
+        books = self.books
+        if books is None:
             return
-        for group in list(parked):
-            if self.books.fits_nowhere(group.members[0].spec, group.shape):
-                continue
-            stay = []
-            for record in group.members:
-                place = _order(record)
-                if after is not None and place < after:
-                    stay.append(record)
+        for batch in parked:
+            for shape, members in list(batch.shapes.items()):
+                if books.fits_nowhere(members[0].spec, shape):
+                    continue
+                batch.verified = None
+                stay = []
+                for record in members:
+                    place = _order(record)
+                    if after is not None and place < after:
+                        stay.append(record)
+                    else:
+                        record.next_try = batch.next_try
+                        heapq.heappush(queue, (place, record))
+                if stay:
+                    batch.shapes[shape] = stay
                 else:
-                    record.next_try = group.next_try
-                    heapq.heappush(queue, (place, record))
-            group.members = stay
-            if not stay:
-                parked.remove(group)
+                    del batch.shapes[shape]
 
-    def _fail_parked(self, parked: list[_Parked], now: float) -> None:
+    def _still_nowhere(self, parked: list[Batch[PodRecord]]) -> bool:
+        """Whether the books are up to date and every due parked pod's shape is known to
+        fit nowhere (what :meth:`_unpark` checks first: it would then unpark no one)."""
+        books = self.books
+        if books is None or self._changed:
+            return False
+        moves = books.moves
+        for batch in parked:
+            if batch.verified != moves:
+                if not all(books.fits_nowhere(m[0].spec, s) for s, m in batch.shapes.items()):
+                    return False
+                batch.verified = moves
+        return True
+
+    def _fail_parked(self, parked: list[Batch[PodRecord]], now: float) -> None:
         """Parked pods attempted in this cycle while their shape fitted nowhere: counted,
         and parked again for their next attempt."""
-        for group in parked:
-            if group.members:
-                self.rec.unschedulable_attempts += len(group.members)
-                self._check_attempts(now)
-                self._park(group.members, group.shape, now + self.backoff.maximum)
-
-    def _park(self, records: list[PodRecord], shape: str, next_try: float) -> None:
-        group = self._parked_groups.get((next_try, shape))
-        if group is None:
-            group = self._parked_groups[(next_try, shape)] = _Parked(next_try, shape, [])
-            self._sequence += 1
-            heapq.heappush(self._parked_at, (next_try, self._sequence, group))
-        group.members.extend(records)
+        for batch in parked:
+            self.rec.unschedulable_attempts += batch.size()
+            self._check_attempts(now)
+            self._parked.repark(batch, now + self.backoff.maximum)
 
     def _new_cycle(self) -> SchedulingCycle | None:
         """A cycle over the strategy's view as it is now. With the kept books: they are
@@ -592,7 +622,7 @@ class Simulation:
         delay = self.backoff.failed(record.key, now)
         record.next_try = now + delay
         if self.books is not None and delay >= self.backoff.maximum:
-            self._park([record], record.shape, record.next_try)
+            self._parked.park((record,), record.shape, record.next_try)
         else:
             self._retry_at(record)
 
@@ -610,7 +640,7 @@ class Simulation:
         heapq.heappush(self._retries, (record.next_try, self._sequence, record.key))
 
     def _earliest_retry(self) -> float | None:
-        earliest = self._parked_at[0][0] if self._parked_at else None
+        earliest = self._parked.earliest()
         while self._retries:
             at, _, key = self._retries[0]
             record = self.pending.get(key)
