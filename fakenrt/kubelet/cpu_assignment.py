@@ -304,10 +304,28 @@ def take_by_topology(
     raise CpuAllocationError("failed to allocate cpus")
 
 
+#: Picks kept per topology (:attr:`CpuTopology.picks`) before they are started afresh.
+MAX_PICKS = 4096
+
+
 def take_cpus(
     topo: CpuTopology, available: frozenset[int], count: int, options: CpuPolicyOptions
 ) -> frozenset[int]:
-    """``staticPolicy.takeByTopology``: the algorithm the policy options select."""
+    """``staticPolicy.takeByTopology``: the algorithm the policy options select. A pure
+    function of its arguments: the picks are kept on the topology (a failure is not)."""
+    key = (available, count, options)
+    known = topo.picks.get(key)
+    if known is None:
+        known = _take_cpus(topo, available, count, options)
+        if len(topo.picks) >= MAX_PICKS:
+            topo.picks.clear()
+        topo.picks[key] = known
+    return known
+
+
+def _take_cpus(
+    topo: CpuTopology, available: frozenset[int], count: int, options: CpuPolicyOptions
+) -> frozenset[int]:
     spread = options.distribute_cpus_across_cores
     if options.distribute_cpus_across_numa:
         group = topo.cpus_per_core if options.full_pcpus_only else 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from fakenrt.profiles.model import CpuInfo, NodeProfile
+from fakenrt.profiles.model import CpuInfo, CpuPolicyOptions, NodeProfile
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,12 @@ class CpuTopology:
     socket_numa_cpus: Mapping[tuple[int, int], frozenset[int]] = field(init=False)
     socket_core_cpus: Mapping[tuple[int, int], frozenset[int]] = field(init=False)
     numa_core_cpus: Mapping[tuple[int, int], frozenset[int]] = field(init=False)
+    #: The CPU Manager's picks on this topology, by (free CPUs, count, policy options):
+    #: :func:`fakenrt.kubelet.cpu_assignment.take_cpus` is a pure function of them, and
+    #: nodes of one shape in equal states ask the same question.
+    picks: dict[tuple[frozenset[int], int, CpuPolicyOptions], frozenset[int]] = field(
+        init=False, default_factory=dict, compare=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         numa: dict[int, set[int]] = {}
