@@ -24,6 +24,7 @@ import heapq
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 from exporter.annotations import (
@@ -169,21 +170,27 @@ def _order(record: PodRecord) -> _Place:
     return (-record.item.priority, record.created, record.uid)
 
 
-def _zones(annotations: Mapping[str, str], placement_key: str, groups_key: str) -> set[int]:
-    """The zones a pod holds something in, by a placement + memory-groups pair."""
-    placement = parse_placement(annotations.get(placement_key, "[]"))
-    zones = {z.numa_id for z in placement if any(z.amounts.values())}
-    for group in parse_memory_groups(annotations.get(groups_key, "[]")) or ():
+@lru_cache(maxsize=1 << 16)
+def _zone_set(placement: str, groups: str) -> frozenset[int]:
+    """The zones a pod holds something in, by the values of a placement + memory-groups
+    pair (the same few values recur on many pods)."""
+    zones = {z.numa_id for z in parse_placement(placement) if any(z.amounts.values())}
+    for group in parse_memory_groups(groups) or ():
         if len(group.numa_ids) > 1:
             zones |= set(group.numa_ids)
-    return zones
+    return frozenset(zones)
 
 
-def _predicted_zones(predicted: Mapping[str, str]) -> set[int]:
+def _zones(annotations: Mapping[str, str], placement_key: str, groups_key: str) -> frozenset[int]:
+    """The zones a pod holds something in, by a placement + memory-groups pair."""
+    return _zone_set(annotations.get(placement_key, "[]"), annotations.get(groups_key, "[]"))
+
+
+def _predicted_zones(predicted: Mapping[str, str]) -> frozenset[int]:
     return _zones(predicted, PREDICTED_PLACEMENT, PREDICTED_MEMORY_GROUPS)
 
 
-def _observed_zones(observed: Mapping[str, str]) -> set[int]:
+def _observed_zones(observed: Mapping[str, str]) -> frozenset[int]:
     return _zones(observed, OBSERVED_PLACEMENT, OBSERVED_MEMORY_GROUPS)
 
 
