@@ -31,7 +31,8 @@ from fakenrt.podspec import PodSpec, effective_requests
 from fakenrt.scheduler.books import NodeBooks, pod_shape, state_key, static_key
 from fakenrt.scheduler.cluster import NodeSnapshot
 from fakenrt.scheduler.decision import Decision, Evaluation, evaluate
-from fakenrt.scheduler.plugin import NumaPlugin
+from fakenrt.scheduler.placement import Placement
+from fakenrt.scheduler.plugin import FilterResult, NumaPlugin
 from fakenrt.scheduler.reconstruction import NodePod
 
 #: Evaluations of state classes that no node is in any more, kept for when a state recurs.
@@ -48,11 +49,21 @@ class _Entry:
 
 
 @dataclass
+class _Memo:
+    """What a pod shape gives in one state: its evaluation, and the placement charged
+    when it is bound there (the same for every node in the state)."""
+
+    #: shape -> the evaluation of that shape in this state.
+    evaluations: dict[str, Evaluation] = field(default_factory=dict)
+    #: shape -> the placement charged for it.
+    charges: dict[str, Placement] = field(default_factory=dict)
+
+
+@dataclass
 class _Class:
     #: Member node names, sorted.
     names: list[str]
-    #: shape -> the evaluation of that shape in this state.
-    evaluations: dict[str, Evaluation] = field(default_factory=dict)
+    memo: _Memo = field(default_factory=_Memo)
 
 
 class ClusterBooks:
@@ -63,7 +74,7 @@ class ClusterBooks:
         self.reserve = reserve
         self._entries: dict[str, _Entry] = {}
         self._classes: dict[object, _Class] = {}
-        self._retired: OrderedDict[object, dict[str, Evaluation]] = OrderedDict()
+        self._retired: OrderedDict[object, _Memo] = OrderedDict()
         self._shapes: dict[str, tuple[Mapping[str, Decimal], tuple[tuple[str, Decimal], ...]]] = {}
         # Nodes that moved to another class, in order; _base is the position of _log[0].
         self._log: list[str] = []
@@ -114,7 +125,7 @@ class ClusterBooks:
         cls = self._classes.get(key)
         if cls is None:
             kept = self._retired.pop(key, None)
-            cls = self._classes[key] = _Class([name], kept if kept is not None else {})
+            cls = self._classes[key] = _Class([name], kept if kept is not None else _Memo())
         else:
             bisect.insort(cls.names, name)
 
@@ -123,7 +134,7 @@ class ClusterBooks:
         del cls.names[bisect.bisect_left(cls.names, name)]
         if not cls.names:
             del self._classes[key]
-            self._retired[key] = cls.evaluations
+            self._retired[key] = cls.memo
             if len(self._retired) > RETIRED_CLASSES:
                 self._retired.popitem(last=False)
 
@@ -144,10 +155,20 @@ class ClusterBooks:
     def _evaluation(
         self, cls: _Class, pod: PodSpec, shape: str, ordered: Sequence[tuple[str, Decimal]]
     ) -> Evaluation:
-        known = cls.evaluations.get(shape)
+        known = cls.memo.evaluations.get(shape)
         if known is None:
             books = self._entries[cls.names[0]].books
-            known = cls.evaluations[shape] = evaluate(self.plugin, books, pod, ordered)
+            known = cls.memo.evaluations[shape] = evaluate(self.plugin, books, pod, ordered)
+        return known
+
+    def _charge(self, cls: _Class, pod: PodSpec, shape: str, result: FilterResult) -> Placement:
+        """The placement charged for a pod of ``shape`` bound to a node of ``cls``."""
+        known = cls.memo.charges.get(shape)
+        if known is None:
+            books = self._entries[cls.names[0]].books
+            known = cls.memo.charges[shape] = self.plugin.placement_to_charge(
+                pod, books.node.nrt, books.ledger, result
+            )
         return known
 
     def schedule(self, pod: PodSpec, *, shape: str | None = None) -> Decision:
@@ -159,27 +180,24 @@ class ClusterBooks:
         requests, ordered = self._requests(pod, shape)
         end = self.moves
         best: tuple[int, str] | None = None
-        chosen: Evaluation | None = None
+        chosen: tuple[_Class, Evaluation] | None = None
         for cls in self._classes.values():
             evaluation = self._evaluation(cls, pod, shape, ordered)
             if not evaluation.fit:
                 continue
             key = (-evaluation.score, cls.names[0])
             if best is None or key < best:
-                best, chosen = key, evaluation
-        if best is None or chosen is None or chosen.result is None:
+                best, chosen = key, (cls, evaluation)
+        if best is None or chosen is None or chosen[1].result is None:
             self._nowhere[shape] = end
             return Decision(pod_key=pod.key, node=None)
         name = best[1]
-        books = self._entries[name].books
-        placement = self.plugin.placement_to_charge(
-            pod, books.node.nrt, books.ledger, chosen.result
-        )
+        placement = self._charge(chosen[0], pod, shape, chosen[1].result)
         decision = Decision(
             pod_key=pod.key,
             node=name,
             placement=placement,
-            scores=chosen.scores,
+            scores=chosen[1].scores,
             requests=requests,
         )
         self._apply(decision, +1)
