@@ -71,9 +71,10 @@ class NodeBooks:
         previous: NodeBooks | None = None,
     ) -> NodeBooks:
         """The books of ``node`` with ``pods`` (its non-terminal pods) on it. ``previous``:
-        the node's books before; when they were built from the very same ``pods`` on an NRT
-        with the same static part, the pods' placements are taken from them (only NRT
-        ``available`` or its fingerprint changed)."""
+        the node's books before; when they were built on an NRT with the same static part,
+        the pods' placements are taken from them - all of them when built from the very
+        same ``pods`` (only NRT ``available`` or its fingerprint changed), else those of
+        the pods that did not change (:func:`placements`)."""
         requested: dict[str, Decimal] = {}
         for p in pods:
             for name, value in _requests(p).items():
@@ -84,17 +85,18 @@ class NodeBooks:
         placed: Placements | None = None
         if node.nrt is not None:
             if args.reconstruct_available:
-                if (
-                    previous is not None
-                    and previous.seen is pods
-                    and previous.placed is not None
+                before = (
+                    previous.placed
+                    if previous is not None
                     and previous.node.nrt is not None
                     and previous.node.nrt.static == node.nrt.static
                     and previous.node.nrt.fingerprint_method == node.nrt.fingerprint_method
-                ):
-                    placed = previous.placed
+                    else None
+                )
+                if before is not None and previous is not None and previous.seen is pods:
+                    placed = before
                 else:
-                    placed = placements(node.nrt, pods, strict=False)
+                    placed = placements(node.nrt, pods, strict=False, previous=before)
                 rebuilt = reconstruct_with(node.nrt, placed, pods)
                 ledger, unplaced, problems = rebuilt.ledger, rebuilt.unplaced, rebuilt.problems
             else:

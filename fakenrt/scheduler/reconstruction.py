@@ -195,20 +195,32 @@ def holds_exclusive(pod: PodSpec, topology: NumaTopology, *, zoned: bool = False
     return False
 
 
-def _counted(topology: NumaTopology, pods: Sequence[NodePod]) -> list[NodePod] | None:
-    """The pods a fingerprint by the NRT's method covers (None: a method not known)."""
+def _counted(
+    topology: NumaTopology, pods: Sequence[NodePod], parts: Mapping[str, _Part]
+) -> list[NodePod] | None:
+    """The pods a fingerprint by the NRT's method covers (None: a method not known);
+    ``parts``: what is known of them (:func:`placements`)."""
     method = topology.fingerprint_method or METHOD_ALL
     if method == METHOD_WITH_EXCLUSIVE_RESOURCES:
-        return [p for p in pods if holds_exclusive(p.spec, topology)]
+        return [p for p in pods if _exclusive(p, topology, parts)]
     if method == METHOD_ALL:
         return list(pods)
     return None
 
 
-def _fingerprints(topology: NumaTopology, pods: Sequence[NodePod]) -> tuple[str, str] | None:
+def _exclusive(pod: NodePod, topology: NumaTopology, parts: Mapping[str, _Part]) -> bool:
+    part = parts.get(pod.spec.key)
+    if part is not None and part.pod is pod:
+        return part.exclusive
+    return holds_exclusive(pod.spec, topology)
+
+
+def _fingerprints(
+    topology: NumaTopology, pods: Sequence[NodePod], parts: Mapping[str, _Part] | None = None
+) -> tuple[str, str] | None:
     """The fingerprints of the pods the NRT's method covers: without the terminal ones,
     and with them (None: a method not known)."""
-    counted = _counted(topology, pods)
+    counted = _counted(topology, pods, parts or {})
     if counted is None:
         return None
     live = [(p.spec.namespace, p.spec.name) for p in counted if not p.terminal]
@@ -387,6 +399,59 @@ def _sources(
 
 
 @dataclass(frozen=True, eq=False)
+class _Part:
+    """What one non-terminal pod gives its node's reconstruction, when that depends on the
+    pod and the NRT's static part only - its placement has no memory group over several
+    zones (those are spread by what earlier pods left free) and no annotation of it was
+    unusable: kept for the node's next rebuild while the pod is the same value."""
+
+    pod: NodePod
+    #: "observed" / "predicted"; None: no placement (unplaced).
+    source: str | None
+    placement: Placement | None
+    #: It holds exclusive resources at zones nobody reported.
+    unaccounted: bool
+    #: It holds exclusive resources (:func:`holds_exclusive`): the fingerprint counts it.
+    exclusive: bool
+
+
+def _read(
+    pod: NodePod,
+    topology: NumaTopology,
+    free: Mapping[int, Mapping[str, int]],
+    *,
+    strict: bool,
+    problems: list[str],
+) -> tuple[_Part, bool]:
+    """The pod's part in a reconstruction given the zones' ``free`` amounts so far, and
+    whether it may be kept (see :class:`_Part`). Unusable annotations are added to
+    ``problems`` (raised with ``strict``)."""
+    spec = pod.spec
+    keep = True
+    for source, read in _sources(spec, topology, free):
+        try:
+            placement = read()
+        except ReconstructionError as exc:
+            if strict:
+                raise
+            problems.append(str(exc))
+            keep = False
+            continue
+        keep = keep and all(len(block) < 2 for block in placement.memory_blocks)
+        unaccounted = source == "observed" and kept_by_init(spec, topology)
+        part = _Part(pod, source, placement, unaccounted, holds_exclusive(spec, topology))
+        return part, keep
+    part = _Part(
+        pod,
+        None,
+        None,
+        holds_exclusive(spec, topology, zoned=True),
+        holds_exclusive(spec, topology),
+    )
+    return part, keep
+
+
+@dataclass(frozen=True, eq=False)
 class Placements:
     """What the pods on a node say about its zones: all of a reconstruction but the
     comparison with NRT. It depends on the pods and on the NRT's static part (zones,
@@ -402,13 +467,24 @@ class Placements:
     #: The fingerprints of the pods NRT counts, without and with terminal ones (computed
     #: when first compared).
     prints: dict[str, tuple[str, str] | None] = field(default_factory=dict)
+    #: pod key -> its part, for the pods whose part may be kept (see :class:`_Part`).
+    parts: Mapping[str, _Part] = field(default_factory=dict)
 
 
 def placements(
-    topology: NumaTopology, pods: Sequence[NodePod], *, strict: bool = True
+    topology: NumaTopology,
+    pods: Sequence[NodePod],
+    *,
+    strict: bool = True,
+    previous: Placements | None = None,
 ) -> Placements:
-    """The zones' use by ``pods`` from their annotations (see :func:`reconstruct`)."""
+    """The zones' use by ``pods`` from their annotations (see :func:`reconstruct`).
+    ``previous``: the placements of the node's pods before on an NRT with the same static
+    part; the parts of the pods that are still the same values are taken from it (a
+    changed node's books re-read only its changed pods)."""
     ledger = ZoneLedger(topology, {z.id: z.allocatable for z in topology.zones})
+    known = previous.parts if previous is not None else {}
+    parts: dict[str, _Part] = {}
     sources: dict[str, str] = {}
     unplaced: list[str] = []
     unaccounted: list[str] = []
@@ -416,29 +492,29 @@ def placements(
     for pod in pods:
         if pod.terminal:
             continue
-        for source, read in _sources(pod.spec, topology, ledger.available):
-            try:
-                placement = read()
-            except ReconstructionError as exc:
-                if strict:
-                    raise
-                problems.append(str(exc))
-                continue
-            sources[pod.spec.key] = source
-            ledger.charge(placement)
-            if source == "observed" and kept_by_init(pod.spec, topology):
-                unaccounted.append(pod.spec.key)
-            break
+        key = pod.spec.key
+        part = known.get(key)
+        if part is None or part.pod is not pod:
+            part, keep = _read(pod, topology, ledger.available, strict=strict, problems=problems)
+            if keep:
+                parts[key] = part
         else:
-            unplaced.append(pod.spec.key)
-            if holds_exclusive(pod.spec, topology, zoned=True):
-                unaccounted.append(pod.spec.key)
+            parts[key] = part
+        if part.placement is None:
+            unplaced.append(key)
+        else:
+            assert part.source is not None
+            sources[key] = part.source
+            ledger.charge(part.placement)
+        if part.unaccounted:
+            unaccounted.append(key)
     return Placements(
         ledger=ledger,
         sources=sources,
         unplaced=tuple(unplaced),
         problems=tuple(problems),
         unaccounted=tuple(unaccounted),
+        parts=parts,
     )
 
 
@@ -450,7 +526,7 @@ def reconstruct_with(
     if topology.fingerprint is not None:
         method = topology.fingerprint_method or METHOD_ALL
         if method not in placed.prints:
-            placed.prints[method] = _fingerprints(topology, pods)
+            placed.prints[method] = _fingerprints(topology, pods, placed.parts)
         prints = placed.prints[method]
         exact = prints is not None and topology.fingerprint in prints
     unaccounted = placed.unaccounted

@@ -71,7 +71,7 @@ class NumaTopology:
     fingerprint: str | None = None
     fingerprint_method: str | None = None
 
-    @property
+    @cached_property
     def zone_ids(self) -> tuple[int, ...]:
         return tuple(z.id for z in self.zones)
 
