@@ -179,7 +179,8 @@ def test_kept_books_decide_exactly_as_evaluating_everything(
     reserve: bool,
 ) -> None:
     """The simulation's cycles over books kept between cycles (ClusterBooks): state
-    classes, per-node rebuilds (placements kept when only the NRT changed), the log of
+    classes, per-node rebuilds (placements kept when only the NRT changed, each unchanged
+    pod's part kept when its node's pods changed), the log of
     moved nodes behind "fits nowhere" - against a cycle built from scratch and evaluating
     every pod on every node, cycle after cycle while pods bind, nodes empty and NRTs are
     published (other free amounts, a fingerprint matching the pods or not)."""
@@ -191,6 +192,9 @@ def test_kept_books_decide_exactly_as_evaluating_everything(
     for node in start:
         books.set_node(node, on_node[node.name])
     bound: list[PodSnapshot] = []
+    # Each bound pod is one NodePod value from its bind on (the books keep what an
+    # unchanged pod gave them).
+    made: dict[str, NodePod] = {}
     for n, (shapes, emptied, news) in enumerate(cycles):
         snapshot = ClusterSnapshot(nodes=tuple(nodes.values()), pods=tuple(bound))
         kept = SchedulingCycle.over(books)
@@ -206,7 +210,10 @@ def test_kept_books_decide_exactly_as_evaluating_everything(
                 touched.add(got.node)
         gone = {names[i % len(names)] for i in emptied}
         bound = [p for p in bound if p.spec.node_name not in gone]
-        grouped = by_node(bound)
+        grouped: dict[str, tuple[NodePod, ...]] = {}
+        for p in bound:
+            value = made.setdefault(p.spec.key, NodePod(spec=p.spec, phase=p.phase))
+            grouped[p.spec.node_name] = (*grouped.get(p.spec.node_name, ()), value)
         for name in touched | gone:
             on_node[name] = grouped.get(name, ())
             books.set_node(nodes[name], on_node[name])
