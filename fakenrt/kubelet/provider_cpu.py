@@ -94,6 +94,10 @@ def is_hint_socket_aligned(topo: CpuTopology, mask: BitMask, min_width: int) -> 
     return len(topo.sockets_in_numa_nodes(mask.bits())) == min_sockets
 
 
+#: Hints kept per topology (:attr:`CpuTopology.hinted`) before they are started afresh.
+MAX_HINTED = 4096
+
+
 def generate_hints(
     topo: CpuTopology,
     available: frozenset[int],
@@ -102,7 +106,25 @@ def generate_hints(
     *,
     align_by_socket: bool = False,
 ) -> tuple[TopologyHint, ...]:
-    """``generateCPUTopologyHints``."""
+    """``generateCPUTopologyHints``. A pure function of its arguments: the hints are kept
+    on the topology (nodes of one shape in equal states ask the same)."""
+    key = (available, reusable, request, align_by_socket)
+    known = topo.hinted.get(key)
+    if known is None:
+        known = _generate_hints(topo, available, reusable, request, align_by_socket)
+        if len(topo.hinted) >= MAX_HINTED:
+            topo.hinted.clear()
+        topo.hinted[key] = known
+    return known
+
+
+def _generate_hints(
+    topo: CpuTopology,
+    available: frozenset[int],
+    reusable: frozenset[int],
+    request: int,
+    align_by_socket: bool,
+) -> tuple[TopologyHint, ...]:
     nodes = topo.numa_nodes()
     min_width = len(nodes)
     total_per_node = {n: len(topo.numa_cpus[n]) for n in nodes}

@@ -21,7 +21,7 @@ node with fewer free devices first, then by id), devices in profile order.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from fakenrt.kubelet.bitmask import BitMask, iterate_masks
@@ -46,6 +46,11 @@ class DeviceInventory:
 
     numa_nodes: tuple[int, ...]
     devices: Mapping[str, tuple[Device, ...]]
+    #: The device manager's hints, by (resource, free ids, reusable ids, request):
+    #: :func:`generate_hints` is a pure function of them and of the inventory.
+    hinted: dict[tuple[str, frozenset[str], frozenset[str], int], tuple[TopologyHint, ...]] = field(
+        init=False, default_factory=dict, compare=False, repr=False
+    )
 
     @classmethod
     def from_profile(cls, profile: NodeProfile) -> DeviceInventory:
@@ -111,6 +116,11 @@ def _count_per_node(nodes: Iterable[int | None]) -> dict[int, int]:
     return out
 
 
+#: Hints kept per inventory (:attr:`DeviceInventory.hinted`) before they are started
+#: afresh.
+MAX_HINTED = 4096
+
+
 def generate_hints(
     inventory: DeviceInventory,
     resource: str,
@@ -118,7 +128,25 @@ def generate_hints(
     reusable: frozenset[str],
     request: int,
 ) -> tuple[TopologyHint, ...]:
-    """``generateDeviceTopologyHints``."""
+    """``generateDeviceTopologyHints``. A pure function of its arguments: the hints are
+    kept on the inventory (a node's states recur)."""
+    key = (resource, available, reusable, request)
+    known = inventory.hinted.get(key)
+    if known is None:
+        known = _generate_hints(inventory, resource, available, reusable, request)
+        if len(inventory.hinted) >= MAX_HINTED:
+            inventory.hinted.clear()
+        inventory.hinted[key] = known
+    return known
+
+
+def _generate_hints(
+    inventory: DeviceInventory,
+    resource: str,
+    available: frozenset[str],
+    reusable: frozenset[str],
+    request: int,
+) -> tuple[TopologyHint, ...]:
     numa_of = inventory.numa_of(resource)
     per_node_all = _count_per_node(d.numa for d in inventory.devices[resource])
     per_node_free = _count_per_node(numa_of[d] for d in available)

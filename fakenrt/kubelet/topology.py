@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from fakenrt.kubelet.hints import TopologyHint
 from fakenrt.profiles.model import CpuInfo, CpuPolicyOptions, NodeProfile
 
 
@@ -41,6 +42,12 @@ class CpuTopology:
     #: nodes of one shape in equal states ask the same question.
     picks: dict[tuple[frozenset[int], int, CpuPolicyOptions], frozenset[int]] = field(
         init=False, default_factory=dict, compare=False, repr=False
+    )
+    #: The CPU Manager's hints on this topology, by (free CPUs, reusable CPUs, request,
+    #: align-by-socket): :func:`fakenrt.kubelet.provider_cpu.generate_hints` is a pure
+    #: function of them.
+    hinted: dict[tuple[frozenset[int], frozenset[int], int, bool], tuple[TopologyHint, ...]] = (
+        field(init=False, default_factory=dict, compare=False, repr=False)
     )
 
     def __post_init__(self) -> None:
