@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from exporter.annotations import (
     PREDICTED_MEMORY_GROUPS,
@@ -74,10 +75,16 @@ class Placement:
 
     def annotations(self) -> dict[str, str]:
         """Both predicted annotations, as the scheduler writes them at bind."""
-        return {
-            PREDICTED_PLACEMENT: self.annotation(),
-            PREDICTED_MEMORY_GROUPS: self.groups_annotation(),
-        }
+        return dict(self._annotations)
+
+    @cached_property
+    def _annotations(self) -> tuple[tuple[str, str], ...]:
+        """Both predicted annotations, formatted once (one placement is charged for many
+        pods: see :class:`fakenrt.scheduler.clusterbooks.ClusterBooks`)."""
+        return (
+            (PREDICTED_PLACEMENT, self.annotation()),
+            (PREDICTED_MEMORY_GROUPS, self.groups_annotation()),
+        )
 
 
 EMPTY_PLACEMENT = Placement()
