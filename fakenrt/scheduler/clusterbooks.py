@@ -182,7 +182,9 @@ class ClusterBooks:
         best: tuple[int, str] | None = None
         chosen: tuple[_Class, Evaluation] | None = None
         for cls in self._classes.values():
-            evaluation = self._evaluation(cls, pod, shape, ordered)
+            evaluation = cls.memo.evaluations.get(shape) or self._evaluation(
+                cls, pod, shape, ordered
+            )
             if not evaluation.fit:
                 continue
             key = (-evaluation.score, cls.names[0])

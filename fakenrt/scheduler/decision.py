@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import cached_property
 
 from fakenrt.podspec import PodSpec
 from fakenrt.scheduler.books import Misfit, NodeBooks
@@ -55,8 +56,9 @@ class Evaluation:
     score: int = MIN_SCORE
     scores: Scores = field(default_factory=Scores)
 
-    @property
+    @cached_property
     def fit(self) -> bool:
+        # Read for every state class at every decision: computed once.
         return self.misfit is None and self.result is not None and self.result.fit
 
     def reason(self) -> tuple[str, str]:
