@@ -12,7 +12,6 @@ from exporter.kubeclient import KubeClient
 from exporter.kubeerrors import ApiError
 from exporter.kubesettings import KubeconfigError, from_kubeconfig, in_cluster
 from exporter.kubetoken import CredentialError
-from exporter.podresources_client import PodResourcesError
 from exporter.sysfs import SysfsError
 
 
@@ -63,7 +62,8 @@ def run_command(
     # blocked, and the daemon waits for them in this one (daemon.run)
     with stopsignals.blocked():
         # the node's pod list goes out now: the API server answers while the daemon's
-        # modules load (the first annotation waits for both)
+        # modules load (the first annotation waits for both); gRPC and the podresources
+        # messages (~60 ms of CPU) are among them, so nothing above imports them
         first_pod_list = PodApi(kube).prefetch_node_pods(node_name)
         from exporter.daemon import Options, run
 
@@ -99,6 +99,7 @@ def observe_command(
 ) -> None:
     """Print the annotations the exporter would write on this node, once; writes nothing."""
     from exporter.observe import observe
+    from exporter.podresources_client import PodResourcesError
 
     pod_api = (
         PodApi(_kube_client(kubeconfig, check_credentials=True)) if kubeconfig is not None else None

@@ -46,7 +46,8 @@ from tests.e2e.deployment import (
     Workload,
     simulated_workload,
 )
-from tests.e2e.schedulers import CONTROLLER_LABEL, FAKENRT, PodScheduling, SchedulerRun
+from tests.e2e.local_scheduler import LocalSchedulerRun
+from tests.e2e.schedulers import CONTROLLER_LABEL, FAKENRT, SchedulerRun
 from tests.kind.cluster import KindCluster, KindError
 
 HARNESS_NAMESPACE = "numa-harness"
@@ -205,7 +206,7 @@ def install_crds(cluster: KindCluster) -> None:
 
 
 @dataclass
-class KindDeployment:
+class KindDeployment(LocalSchedulerRun):
     """The scenario's components deployed in the Kind cluster from the manifests."""
 
     cluster: KindCluster
@@ -220,30 +221,6 @@ class KindDeployment:
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="e2e-kind-")))
     _killed_pods: list[str] = field(default_factory=list)
     _run: SchedulerRun | None = None
-
-    @property
-    def run(self) -> SchedulerRun:
-        """The scheduler under test's components as local processes (a scheduler other
-        than the reference scheduler's in-cluster Deployment)."""
-        if self._run is None:
-            self._run = SchedulerRun(
-                adapter=self.scheduler,
-                kubeconfig=self.cluster.kubeconfig,
-                controller_name=self.controller_name,
-                workdir=self.workdir / "scheduler",
-                topology_policy=self.topology.topology_policy,
-            )
-        return self._run
-
-    @property
-    def pod_scheduling(self) -> PodScheduling:
-        return self.run.pod_scheduling
-
-    def check_alive(self) -> None:
-        """The in-cluster components restart on their own; a scheduler run as local
-        processes must still run."""
-        if self._run is not None and self.scheduler.in_cluster_args is None:
-            self._run.check_alive()
 
     def start(self) -> None:
         self.topology = self.topology.for_scheduler(self.scheduler)

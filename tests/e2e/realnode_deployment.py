@@ -65,8 +65,9 @@ from tests.e2e.kind_deployment import (
     SCHEDULER,
     install_crds,
 )
+from tests.e2e.local_scheduler import LocalSchedulerRun
 from tests.e2e.realnode_profiles import for_real_kubelet
-from tests.e2e.schedulers import CONTROLLER_LABEL, PodScheduling, SchedulerRun
+from tests.e2e.schedulers import CONTROLLER_LABEL, SchedulerRun
 from tests.e2e.topologies import two_zone_node
 from tests.kind.cluster import KindCluster, KindError
 from tests.realnode.realkubelet import IMAGE, RealKubeletNode, create, delete
@@ -312,7 +313,7 @@ def reference_scheduler(
 
 
 @dataclass
-class RealKubeletDeployment:
+class RealKubeletDeployment(LocalSchedulerRun):
     """A scenario's nodes on the session's real-kubelet workers."""
 
     cluster: RealNodeCluster
@@ -327,30 +328,6 @@ class RealKubeletDeployment:
     _names: dict[str, str] = field(default_factory=dict)
     _applied: list[dict[str, Any]] = field(default_factory=list)
     _run: SchedulerRun | None = None
-
-    @property
-    def run(self) -> SchedulerRun:
-        """The scheduler under test's components as local processes (a scheduler other
-        than the reference scheduler's in-cluster Deployment)."""
-        if self._run is None:
-            self._run = SchedulerRun(
-                adapter=self.scheduler,
-                kubeconfig=self.cluster.kubeconfig,
-                controller_name=self.controller_name,
-                workdir=self.workdir / "scheduler",
-                topology_policy=self.topology.topology_policy,
-            )
-        return self._run
-
-    @property
-    def pod_scheduling(self) -> PodScheduling:
-        return self.run.pod_scheduling
-
-    def check_alive(self) -> None:
-        """The in-cluster components restart on their own; a scheduler run as local
-        processes must still run."""
-        if self._run is not None and self.scheduler.in_cluster_args is None:
-            self._run.check_alive()
 
     # --- the scenario's nodes ---------------------------------------------------------
 

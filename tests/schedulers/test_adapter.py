@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ from schedulers.adapter import (
 )
 
 
-def _values(**changes: object) -> Placeholders:
+def _values(**changes: Any) -> Placeholders:
     ports = {"metrics": 9100, "health": 9101}
     base = Placeholders(
         kubeconfig=Path("/a b/kc"),
@@ -32,16 +33,16 @@ def _values(**changes: object) -> Placeholders:
         port=ports.__getitem__,
         topology_policy="restricted",
     )
-    return replace(base, **changes)  # type: ignore[arg-type]
+    return replace(base, **changes)
 
 
-def _adapter(**changes: object) -> Adapter:
+def _adapter(**changes: Any) -> Adapter:
     base = Adapter(
         scheduler="mine",
         scheduler_name="mine",
         components=(Component(name="scheduler", command="s --kubeconfig {kubeconfig}"),),
     )
-    return replace(base, **changes)  # type: ignore[arg-type]
+    return replace(base, **changes)
 
 
 def test_every_placeholder_is_filled_in_each_argument_on_its_own() -> None:
