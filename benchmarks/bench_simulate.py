@@ -11,7 +11,7 @@ printed with its target and whether it meets it:
     <= 60 CPU-s and <= 400 MiB peak memory (the child's max RSS);
   * huge (``--huge``, long): 10,000 nodes and about 500,000 pods - targets <= 900 CPU-s
     (15 minutes) and <= 3 GiB; said not run while it is beyond the simulation's own
-    bounds (``fakenrt.simulate.limits``: 5,000 nodes, 200,000 pods);
+    bounds (``fakenrt.simulate.limits``);
   * cold: the reference scheduler's cycle (``fakenrt scheduler``'s ``SchedulingCycle``,
     as the loop builds it every cycle: no memo) against 5,000 two-zone nodes with two
     placed pods each, from a cold start: books built and one pod scheduled - target

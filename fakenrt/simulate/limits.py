@@ -6,10 +6,13 @@ from __future__ import annotations
 
 #: Trace files larger than this are refused before they are read.
 MAX_TRACE_BYTES = 64 * 2**20
-#: Pods in one workload (trace entries times their ``count``, or generated arrivals).
-MAX_PODS = 200_000
-#: Nodes in one scenario.
-MAX_NODES = 5_000
+#: Pods in one workload (trace entries times their ``count``, or generated arrivals): above
+#: the fleet scale ``benchmarks/bench_simulate.py --huge`` measures (about 500,000 pods on
+#: 10,000 nodes, about 3 GiB).
+MAX_PODS = 600_000
+#: Nodes in one scenario: a fleet of GPU nodes, twice Kubernetes' largest supported
+#: cluster (one profile file still holds at most 5,000: ``fakenrt.profiles.limits``).
+MAX_NODES = 10_000
 #: Simulated time: the horizon, arrivals and run durations (30 days).
 MAX_SECONDS = 30 * 86_400.0
 #: NRT delay / jitter, exporter delay (one day).
@@ -26,8 +29,10 @@ MAX_RUNS = 10_000
 MAX_REQUEUES = 100
 #: Scheduling periods in the horizon (horizon / period).
 MAX_CYCLES = 10_000_000
-#: Scheduling attempts in one run (a pod retried every backoff step counts each time); a
-#: run that would need more stops with an error instead of running for hours.
+#: Scheduling attempts evaluated in one run (a pod retried every backoff step counts each
+#: time; parked pods moved on in a batch while their shape fits nowhere cost one check for
+#: the batch and are not counted here); a run that would need more stops with an error
+#: instead of running for hours.
 MAX_ATTEMPTS = 20_000_000
 #: The seed of the generator and the NRT jitter (a signed 64-bit integer, as a Go or
 #: NumPy consumer of the JSON would read it).

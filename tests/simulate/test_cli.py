@@ -11,7 +11,7 @@ import yaml
 from click.testing import CliRunner
 
 from fakenrt.cli import main
-from fakenrt.simulate.limits import MAX_PODS, MAX_SWEEP_VALUES, MAX_TRACE_BYTES
+from fakenrt.simulate.limits import MAX_NODES, MAX_PODS, MAX_SWEEP_VALUES, MAX_TRACE_BYTES
 from tests.simulate.builders import TWO_ZONES_SNN, pod
 
 # A small generated day on the bundled nodes keeps these runs short.
@@ -201,7 +201,7 @@ def test_too_many_nodes(tmp_path: Path) -> None:
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(scenario))
     code, out = invoke("--scenario", str(path), "--jobs", "1")
-    assert code != 0 and "more than 5000 nodes" in out
+    assert code != 0 and f"more than {MAX_NODES} nodes" in out
 
 
 def test_bundled_scenario_shows_the_difference_the_docs_explain() -> None:

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from fakenrt.cli import main
 from fakenrt.simulate.generator import MIXES, pod_manifest
-from fakenrt.simulate.limits import MAX_SEED
+from fakenrt.simulate.limits import MAX_PODS, MAX_SEED
 from tests.simulate.builders import TWO_ZONES_SNN, pod
 
 
@@ -205,7 +205,7 @@ def test_a_trace_plus_a_generator_is_refused(tmp_path: Path) -> None:
         ),
         pytest.param(
             "pods:\n- {at: 0, duration: 1h, count: " + "9" * 40 + ", pod: {}}\n",
-            "count: must be between 1 and 200000 (got an integer of 40 digits)",
+            f"count: must be between 1 and {MAX_PODS} (got an integer of 40 digits)",
             id="huge-count",
         ),
         pytest.param(

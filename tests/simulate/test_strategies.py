@@ -166,11 +166,26 @@ def test_every_strategy_is_a_configuration_of_the_one_scheduler() -> None:
 def test_a_run_stops_with_an_error_past_the_attempt_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     from fakenrt.simulate import engine
 
-    monkeypatch.setattr(engine, "MAX_ATTEMPTS", 5)
+    monkeypatch.setattr(engine, "MAX_ATTEMPTS", 3)
     nodes = profiles(TWO_ZONES_SNN)
     items = workload((0, HOUR, pod("huge", gpu=8)))  # no zone has 8 GPUs: never placed
-    with pytest.raises(LimitError, match="more than 5 failed scheduling attempts"):
+    with pytest.raises(LimitError, match="more than 3 failed scheduling attempts"):
         simulate(scenario(nodes, items, duration=HOUR), BY_NAME["oracle"])
+
+
+def test_parked_attempts_count_in_the_figures_but_not_against_the_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pod that fits nowhere is tried every 10 s for an hour (~360 attempts); once its
+    backoff is at the maximum it is parked and its attempts cost one check per batch, so a
+    fleet-scale run is not stopped by attempts that cost nothing."""
+    from fakenrt.simulate import engine
+
+    monkeypatch.setattr(engine, "MAX_ATTEMPTS", 50)
+    nodes = profiles(TWO_ZONES_SNN)
+    items = workload((0, HOUR, pod("huge", gpu=8)))
+    result = simulate(scenario(nodes, items, duration=HOUR), BY_NAME["oracle"])
+    assert result.figures["unschedulable_attempts"] > 300
 
 
 @settings(max_examples=15, deadline=None)
