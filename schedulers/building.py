@@ -52,13 +52,22 @@ def binaries(build: Build, *, progress: TextIO | None = None) -> Path:
     return found
 
 
-def main() -> int:
-    """``python -m schedulers.building``: build (or reuse) the binaries of every adapter in
-    schedulers/ - each build script once - and print ``<script> <directory>`` per build.
-    Exits 1 naming the first build that failed."""
-    from schedulers.registry import adapters
+def main(argv: list[str] | None = None) -> int:
+    """``python -m schedulers.building [NAMES]``: build (or reuse) the binaries of every
+    adapter in schedulers/ - or of the schedulers NAMES picks (comma-separated names or
+    adapter ids, as the scorecard's ``--scheduler``) - each build script once, and print
+    ``<script> <directory>`` per build. Exits 1 naming the first build that failed, 2 for
+    an unknown name."""
+    from schedulers.registry import ALL, select
 
-    builds = {a.build.script: a.build for a in adapters() if a.build is not None}
+    args = sys.argv[1:] if argv is None else argv
+    names = [n.strip() for a in args for n in a.split(",") if n.strip()] or [ALL]
+    try:
+        picked = select(names, every_mode=True)
+    except ValueError as exc:
+        print(f"schedulers.building: {exc}", file=sys.stderr)
+        return 2
+    builds = {a.build.script: a.build for a in picked if a.build is not None}
     for script, build in builds.items():
         try:
             print(script, binaries(build), flush=True)

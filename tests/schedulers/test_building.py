@@ -61,3 +61,19 @@ def test_a_build_runs_once_per_process(tmp_path: Path) -> None:
         building.binaries(Build(script=script), progress=io.StringIO())
     assert counter.read_text() == "run\n"
     assert os.access(script, os.X_OK)
+
+
+def test_main_builds_only_the_schedulers_named(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    built: list[str] = []
+
+    def binaries(build: Build, **_: object) -> Path:
+        built.append(str(build.script))
+        return Path("/b")
+
+    monkeypatch.setattr(building, "binaries", binaries)
+    assert building.main(["kai,reference"]) == 0
+    assert built == ["schedulers/kai/build.sh"]  # the reference scheduler builds nothing
+    assert building.main(["nonesuch"]) == 2
+    assert "unknown scheduler 'nonesuch'" in capsys.readouterr().err

@@ -100,3 +100,16 @@ def test_on_kind_the_dra_scenarios_are_left_out_and_a_dra_cell_is_refused() -> N
     assert kind and not any(c.scenario.needs_claims for c in kind)
     with pytest.raises(ValueError, match="local control plane only"):
         plan(_parser().parse_args(["--kind", "--cell", "kube-scheduler/i/exporter-lag0"]))
+
+
+def test_picked_schedulers_are_judged_as_a_whole_matrix_of_theirs() -> None:
+    from tests.scorecard.cli import judging
+
+    judged, complete = judging(_parser().parse_args(["--scheduler", "reference,kai"]))
+    assert complete
+    assert {a.scheduler for a in judged} == {"reference", "kai"}
+    assert {a.id for a in judged} >= {"reference-stale-nrt", "kai-trust-nrt"}  # every mode
+    _, complete = judging(_parser().parse_args(["--scheduler", "kai", "--scenario", "g"]))
+    assert not complete
+    everyone, complete = judging(_parser().parse_args([]))
+    assert complete and {a.scheduler for a in everyone} >= {"volcano", "koordinator"}
