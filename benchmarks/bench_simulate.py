@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from queue import Empty
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -127,7 +128,13 @@ def bench_scale(
     queue: Any = context.Queue()
     child = context.Process(target=_scale_child, args=(nodes, pods, strategy, queue))
     child.start()
-    n_nodes, n_pods, wall, cpu, peak_kib, figures = queue.get()
+    while True:  # the child's result, or its exit code when it died without one
+        try:
+            n_nodes, n_pods, wall, cpu, peak_kib, figures = queue.get(timeout=5)
+            break
+        except Empty:
+            if not child.is_alive():
+                sys.exit(f"scale, {nodes:,} x {pods:,}: the simulation exited ({child.exitcode})")
     child.join()
     print(
         f"scale, {strategy}: {n_nodes:,} nodes, {n_pods:,} pods over 24 h: {wall:.1f} s wall, "
