@@ -82,13 +82,7 @@ kind-check:
 # (build/venv-base, no extra): tests/setup/venv.sh.
 # Every test but the e2e scenarios on the local control plane: make scorecard-ci runs those,
 # for every scheduler adapter at once (docs/scorecard.md).
-py# The schedulers make test runs the scorecard for (docs/scorecard.md): the reference
-# scheduler, the stock kube-scheduler, KAI-Scheduler and scheduler-plugins. Volcano and
-# Koordinator run in make scorecard-ci and make scorecard: their cold builds (about 16 min
-# on 2 cores) would take make test's cold run past its hour.
-CI_SCHEDULERS = reference,kube-scheduler,kai,scheduler-plugins
-
-test: $(VENV)/.installed-dev
+pytest: $(VENV)/.installed-dev
 	NUMA_TESTKIT_RUNTIME_VENV="$$(PYTHON=$(PYTHON) tests/setup/venv.sh runtime)" \
 	NUMA_TESTKIT_BASE_VENV="$$(PYTHON=$(PYTHON) tests/setup/venv.sh base)" \
 	NUMA_TESTKIT_CONTROLPLANE_BIN="$$(tests/controlplane/build.sh)" \
@@ -138,6 +132,12 @@ kind-test: $(VENV)/.installed-dev
 # The schedulers' Go builds (cold: KAI about 9 minutes, scheduler-plugins 3) run in the
 # background, niced, beside the gates and the Python tests; the scorecard waits for them
 # (each build script holds a lock while it builds) or builds what they could not.
+# The schedulers make test runs the scorecard for (docs/scorecard.md): the reference
+# scheduler, the stock kube-scheduler, KAI-Scheduler and scheduler-plugins. Volcano and
+# Koordinator run in make scorecard-ci and make scorecard: their cold builds (about 16 min
+# on 2 cores) would take make test's cold run past its hour.
+CI_SCHEDULERS = reference,kube-scheduler,kai,scheduler-plugins
+
 test: $(VENV)/.installed-dev
 	tests/controlplane/build.sh >/dev/null
 	@mkdir -p build
