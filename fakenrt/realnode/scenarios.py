@@ -48,6 +48,22 @@ class Scenario:
     def profile_text(self) -> str:
         return yaml.safe_dump({"nodes": [dict(self.node)]}, sort_keys=False)
 
+    def in_namespace(self, namespace: str) -> Scenario:
+        """The same scenario with its pods and claims in ``namespace`` (pods name their
+        claims and templates without one, so the references stay whole): two workers
+        run scenarios side by side, each in a namespace of its own."""
+
+        def moved(manifest: Mapping[str, Any]) -> Mapping[str, Any]:
+            return {**manifest, "metadata": {**manifest["metadata"], "namespace": namespace}}
+
+        return Scenario(
+            name=self.name,
+            node=self.node,
+            pods=tuple(moved(p) for p in self.pods),
+            claims=tuple(moved(c) for c in self.claims),
+            scheduled=self.scheduled,
+        )
+
 
 # -- building blocks -------------------------------------------------------------------
 

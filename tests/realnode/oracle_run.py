@@ -2,20 +2,26 @@
 worker, compared pod by pod (docs/real-kubelet.md).
 
     python -m tests.realnode.oracle_run [--no-fixed] [--no-dra] [--random N] [--seed S]
+                                        [--workers N]
 
-prints one line per scenario, a reproducer per disagreeing scenario, and the counts
-(scenarios, pods, compared fields) and wall time; exit 1 on any disagreement. The
-cluster (``numa-testkit-oracle``, or ``$NUMA_TESTKIT_ORACLE_CLUSTER``) is deleted at the end.
+runs them on N real-kubelet workers side by side (default 2), prints one line per
+scenario, a reproducer per disagreeing scenario, and the counts (scenarios, pods,
+compared fields) and wall time; exit 1 on any disagreement. The cluster
+(``numa-testkit-oracle``, or ``$NUMA_TESTKIT_ORACLE_CLUSTER``) is deleted at the end.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import tempfile
+import threading
 import time
+from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -43,7 +49,7 @@ from fakenrt.realnode.scenarios import (
 )
 from tests.realnode.dynamic import list_dynamic
 from tests.realnode.exporter_view import observe
-from tests.realnode.realkubelet import RealKubeletNode, create, delete
+from tests.realnode.realkubelet import RealKubeletNode, create, delete, wait_for
 
 CLUSTER = os.environ.get("NUMA_TESTKIT_ORACLE_CLUSTER", "numa-testkit-oracle")
 
@@ -102,11 +108,9 @@ def run_scenario(real: RealKubeletNode, scenario: Scenario, report: Report, out:
             real, scenario=scenario.name, kubelet=kubelet, profile=profile, misaligned=ran,
             report=report,
         )  # fmt: skip
-    print(
-        f"{scenario.name}: {len(differences)} difference(s) [{verdicts}]{misaligned}",
-        file=out,
-        flush=True,
-    )
+    # one write per line: workers report side by side
+    out.write(f"{scenario.name}: {len(differences)} difference(s) [{verdicts}]{misaligned}\n")
+    out.flush()
     if differences:
         report.reproducers.append(
             reproducer(
@@ -131,7 +135,7 @@ def _check_exporter(
 ) -> str:
     """The exporter's view of the node against the kubelet's listing: each DRA pod's
     devices per NUMA zone, and the misaligned pods."""
-    view = observe(real, "default")
+    view = observe(real, real.namespace)
     drivers = {d.name for d in profile.dra}
     expected = dra_zones(kubelet, profile)
     differences = []
@@ -161,27 +165,94 @@ def _check_exporter(
 
 
 def run_on(
-    real: RealKubeletNode, scenarios: Sequence[Scenario], *, out: IO[str] = sys.stdout
+    workers: Sequence[RealKubeletNode], scenarios: Sequence[Scenario], *, out: IO[str] = sys.stdout
 ) -> Report:
-    """The scenarios on ``real``, a worker of a running cluster."""
-    report = Report()
+    """The scenarios on ``workers`` of a running cluster, side by side: each worker runs
+    its pods in a namespace of its own (the first in the scenarios' own, ``default``) and
+    takes the next scenario when it is done. Scenarios with claims run on the first
+    worker, in this thread (the exporter it runs to check them is started here)."""
+    queue = deque(s for s in scenarios if not s.claims)
+    on_first = [s for s in scenarios if s.claims]
+    lock = threading.Lock()
+    failed = threading.Event()
+
+    def work(real: RealKubeletNode, first: Sequence[Scenario] = ()) -> Report:
+        report = Report()
+        pending = deque(first)
+        while not failed.is_set():
+            with lock:
+                if not pending and queue:
+                    pending.append(queue.popleft())
+            if not pending:
+                return report
+            scenario = pending.popleft()
+            try:
+                run_scenario(real, scenario.in_namespace(real.namespace), report, out)
+            except BaseException:
+                failed.set()
+                raise
+        return report
+
     start = time.monotonic()
-    for scenario in scenarios:
-        run_scenario(real, scenario, report, out)
+    workers = [_in_namespace(real, i) for i, real in enumerate(workers)]
+    with ThreadPoolExecutor(max_workers=max(1, len(workers) - 1)) as pool:
+        others = [pool.submit(work, real) for real in workers[1:]]
+        try:
+            reports = [work(workers[0], on_first)]
+        finally:
+            reports += [f.result() for f in others]
+    report = merged(reports)
     report.seconds = time.monotonic() - start
     return report
 
 
-def run(scenarios: Sequence[Scenario], *, out: IO[str] = sys.stdout) -> Report:
-    """The scenarios on a cluster of their own (:data:`CLUSTER`), deleted afterwards."""
-    report = Report()
+def _in_namespace(real: RealKubeletNode, index: int) -> RealKubeletNode:
+    """``real`` with the namespace of worker ``index``, made if missing."""
+    if index == 0:
+        return real
+    namespace = f"oracle-{index + 1}"
+    if not real.kubectl_run("get", "namespace", namespace, "--ignore-not-found").strip():
+        real.kubectl_run("create", "namespace", namespace)
+    wait_for(
+        f"the default ServiceAccount of namespace {namespace}",
+        lambda: (
+            True
+            if real.kubectl_run(
+                "-n", namespace, "get", "serviceaccount", "default", "--ignore-not-found"
+            ).strip()
+            else None
+        ),
+    )
+    return dataclasses.replace(real, namespace=namespace)
+
+
+def merged(reports: Sequence[Report]) -> Report:
+    """One report of the workers' reports."""
+    out = Report()
+    for r in reports:
+        out.scenarios += r.scenarios
+        out.pods += r.pods
+        out.fields += r.fields
+        out.reproducers += r.reproducers
+        out.dra_scenarios += r.dra_scenarios
+        out.dra_pods += r.dra_pods
+        out.misaligned += r.misaligned
+        out.exporter_pods += r.exporter_pods
+        for rule, count in r.exporter_rules.items():
+            out.exporter_rules[rule] = out.exporter_rules.get(rule, 0) + count
+        out.exporter_differences += r.exporter_differences
+    return out
+
+
+def run(scenarios: Sequence[Scenario], *, workers: int = 2, out: IO[str] = sys.stdout) -> Report:
+    """The scenarios on a cluster of their own (:data:`CLUSTER`) with ``workers``
+    real-kubelet workers, deleted afterwards."""
     start = time.monotonic()
     first, _ = scenario_inputs(scenarios[0])
     with tempfile.TemporaryDirectory(prefix="oracle-", dir="/tmp") as tmp:
-        nodes = create(cluster=CLUSTER, work_dir=Path(tmp), profiles=[first])
+        nodes = create(cluster=CLUSTER, work_dir=Path(tmp), profiles=[first] * workers)
         try:
-            for scenario in scenarios:
-                run_scenario(nodes[0], scenario, report, out)
+            report = run_on(nodes, scenarios, out=out)
         finally:
             delete(nodes)
     report.seconds = time.monotonic() - start
@@ -194,6 +265,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-dra", action="store_true", help="skip the DRA scenarios")
     parser.add_argument("--random", type=int, default=0, metavar="N", help="random scenarios")
     parser.add_argument("--seed", type=int, default=1, metavar="S", help="their seed")
+    parser.add_argument(
+        "--workers", type=int, default=2, choices=range(1, 9), metavar="N",
+        help="real-kubelet workers running scenarios side by side (1-8; default 2)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     scenarios = (
         (() if args.no_fixed else fixed_scenarios())
@@ -202,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if not scenarios:
         parser.error("no scenarios to run")
-    report = run(scenarios)
+    report = run(scenarios, workers=args.workers)
     for text in report.reproducers:
         print("\n" + text)
     print(

@@ -25,15 +25,17 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 
+from exporter.kubeclient import KubeClient, path
 from exporter.podresources_client import PodResourcesClient, PodResourcesError
 from exporter.quantities import parse_decimal, parse_integer
 from exporter.resources import PodResources
+from fakenrt.commands.kubeaccess import kube_client
 from fakenrt.deviceplugin.inventory import resources
 from fakenrt.profiles import NodeProfile
 from fakenrt.profiles.resources import node_allocatable
@@ -41,6 +43,7 @@ from fakenrt.realnode.kind import (
     DRA_PLUGIN,
     DRA_PLUGIN_LABEL,
     PLUGIN_NAMESPACE,
+    PROFILES_CONFIGMAP,
     device_plugin_manifests,
     dra_plugin_manifests,
     kind_cluster,
@@ -49,6 +52,7 @@ from fakenrt.realnode.kind import (
 from fakenrt.realnode.kubeletconfig import MANAGED_FIELDS, kubelet_configuration
 from fakenrt.realnode.machine import MOUNTS, machine_files
 from fakenrt.realnode.oracle import kubelet_decided
+from fakenrt.realnode.scenarios import NAMESPACE
 from fakenrt.realnode.writing import render_node, write_files
 from tests.kind.cluster import KIND_DIR, KindError, _lib_value, _run
 
@@ -86,6 +90,10 @@ class RealKubeletNode:
     #: The kubelet config ``kubeadm join`` wrote.
     base_config: dict[str, Any]
     socket: Path
+    #: The namespace of the scenarios' pods and claims on this worker (workers running
+    #: scenarios side by side have one each).
+    namespace: str = NAMESPACE
+    _client: KubeClient | None = field(default=None, init=False, repr=False, compare=False)
 
     # -- commands ----------------------------------------------------------------------
     def kubectl_run(self, *args: str, stdin: str | None = None) -> str:
@@ -93,6 +101,13 @@ class RealKubeletNode:
 
     def kubectl_json(self, *args: str) -> Any:
         return json.loads(self.kubectl_run("get", *args, "-o", "json"))
+
+    def api_get(self, *parts: str, **query: str) -> dict[str, Any]:
+        """GET an API path through the Kubernetes client: the polls of a scenario run
+        several times a second, where a kubectl process each would cost a core's tenth."""
+        if self._client is None:
+            self._client = kube_client(self.kubeconfig, component="numa-testkit-oracle")
+        return self._client.get(path(*parts), **query)
 
     def node_exec(self, *command: str, stdin: str | None = None) -> str:
         flags = ["-i"] if stdin is not None else []
@@ -143,15 +158,7 @@ class RealKubeletNode:
                 if doc["kind"] == "Pod":
                     # The worker keeps the label of the profile it was created with.
                     doc["spec"]["nodeSelector"] = {"kubernetes.io/hostname": self.node}
-            manifests = yaml.safe_dump_all(docs)
-            try:
-                self.kubectl_run("apply", "-f", "-", stdin=manifests)
-            except KindError as exc:
-                # Workers configured in parallel apply the same profiles ConfigMap: one
-                # creates it while the other's create fails; applied again, it updates.
-                if "AlreadyExists" not in str(exc):
-                    raise
-                self.kubectl_run("apply", "-f", "-", stdin=manifests)
+            self.kubectl_run("apply", "-f", "-", stdin=yaml.safe_dump_all(self._own_profiles(docs)))
             wanted = {name: str(len(_healthy(profile, name))) for name in resources(profile)}
             wait_for(f"devices {wanted} on {self.node}", lambda: self._has_devices(wanted))
         if profile.dra:
@@ -166,10 +173,13 @@ class RealKubeletNode:
             if doc["kind"] == "Pod":
                 doc["spec"]["nodeSelector"] = {"kubernetes.io/hostname": self.node}
                 doc["metadata"]["name"] = name = f"{DRA_PLUGIN}-{self.node}"[:63].rstrip("-.")
-        manifests = yaml.safe_dump_all(docs)
+        manifests = yaml.safe_dump_all(self._own_profiles(docs))
         try:
             self.kubectl_run("apply", "-f", "-", stdin=manifests)
-        except KindError as exc:  # the shared ConfigMap, as for the device plugin
+        except KindError as exc:
+            # Workers configured in parallel apply the plugin's shared ServiceAccount and
+            # RBAC: one creates them while the other's create fails; applied again, it
+            # updates.
             if "AlreadyExists" not in str(exc):
                 raise
             self.kubectl_run("apply", "-f", "-", stdin=manifests)
@@ -185,10 +195,24 @@ class RealKubeletNode:
 
         wait_for(f"the DRA drivers {drivers} registered on {self.node}", registered)
 
+    def _own_profiles(self, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``docs`` with the profiles ConfigMap named after this worker, and its plugin
+        Pods mounting that one: workers configured side by side with different profiles
+        never read each other's."""
+        name = f"{PROFILES_CONFIGMAP}-{self.node}"[:253]
+        for doc in docs:
+            if doc["kind"] == "ConfigMap" and doc["metadata"]["name"] == PROFILES_CONFIGMAP:
+                doc["metadata"]["name"] = name
+            if doc["kind"] == "Pod":
+                for volume in doc["spec"].get("volumes", []):
+                    if volume.get("configMap", {}).get("name") == PROFILES_CONFIGMAP:
+                        volume["configMap"]["name"] = name
+        return docs
+
     def delete_claims(self) -> None:
         """The oracle's claims and templates, and the ResourceSlices of this worker."""
         self.kubectl_run(
-            "-n", "default", "delete", "resourceclaims,resourceclaimtemplates", "--all",
+            "-n", self.namespace, "delete", "resourceclaims,resourceclaimtemplates", "--all",
             "--wait=true", "--timeout=120s",
         )  # fmt: skip
         self.kubectl_run(
@@ -204,7 +228,7 @@ class RealKubeletNode:
         return True if pid not in ("", "0", before) else None
 
     def _status_is(self, expected: tuple[str, int, int]) -> bool:
-        status = self.kubectl_json("node", self.node)["status"]
+        status = self.api_get("api", "v1", "nodes", self.node)["status"]
         ready = any(c["type"] == "Ready" and c["status"] == "True" for c in status["conditions"])
         got = (
             status["capacity"].get("cpu"),
@@ -238,9 +262,10 @@ class RealKubeletNode:
             client.close()
 
     def delete_pods(self) -> None:
-        """The oracle's pods on this worker (namespace ``default``)."""
+        """The oracle's pods on this worker (in its namespace)."""
         self.kubectl_run(
-            "-n", "default", "delete", "pods", "--field-selector", f"spec.nodeName={self.node}",
+            "-n", self.namespace, "delete", "pods",
+            "--field-selector", f"spec.nodeName={self.node}",
             "--grace-period=0", "--force", "--wait=true",
         )  # fmt: skip
 
@@ -267,14 +292,14 @@ class RealKubeletNode:
                 doc["spec"]["nodeSelector"] = {"kubernetes.io/hostname": self.node}
             else:
                 doc["spec"]["nodeName"] = self.node
-            namespace = doc["metadata"].get("namespace", "default")
+            namespace = doc["metadata"].get("namespace", self.namespace)
             self.kubectl_run("create", "-f", "-", stdin=json.dumps(doc))
             with_claims = bool(doc["spec"].get("resourceClaims"))
 
             def decided(
                 ns: str = namespace, n: str = name, claiming: bool = with_claims
             ) -> dict[str, Any] | None:
-                pod: dict[str, Any] = self.kubectl_json("-n", ns, "pod", n)
+                pod = self.api_get("api", "v1", "namespaces", ns, "pods", n)
                 status = pod.get("status", {})
                 if not kubelet_decided(status):
                     return None
@@ -288,15 +313,17 @@ class RealKubeletNode:
         return pods
 
     def _prepare_failed(self, namespace: str, pod: str) -> bool:
-        events = self.kubectl_json(
-            "-n", namespace, "events", "--field-selector",
-            f"involvedObject.name={pod},reason=FailedPrepareDynamicResources",
+        events = self.api_get(
+            "api", "v1", "namespaces", namespace, "events",
+            fieldSelector=f"involvedObject.name={pod},reason=FailedPrepareDynamicResources",
         )  # fmt: skip
         return bool(events.get("items"))
 
     def claims(self) -> list[dict[str, Any]]:
         """The oracle's ResourceClaims as the API server has them (allocated by then)."""
-        items: list[dict[str, Any]] = self.kubectl_json("-n", "default", "resourceclaims")["items"]
+        items: list[dict[str, Any]] = self.kubectl_json("-n", self.namespace, "resourceclaims")[
+            "items"
+        ]
         return items
 
     def listed(self) -> tuple[PodResources, ...]:

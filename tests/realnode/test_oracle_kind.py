@@ -4,10 +4,11 @@ by the kubelet through the fake DRA kubelet plugin) and 50 seeded random ones on
 real-kubelet Kind worker, each compared pod by pod with the simulator. A disagreement
 fails with its reproducer.
 
-The worker is the first of the session's real-kubelet cluster (``realnode_cluster``,
+The workers are the session's real-kubelet cluster's (``realnode_cluster``,
 tests/conftest.py), which the e2e scenarios on real kubelets share when they run in the
 same session (``make kind-test``); their exporter DaemonSet is removed first, so the
-worker runs only the oracle's pods and Kind's."""
+workers run only the oracle's pods and Kind's. They run the scenarios side by side, each
+in a namespace of its own (``oracle_run.run_on``)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def test_real_kubelet_agrees_with_the_simulator(realnode_cluster: RealNodeCluste
     realnode_cluster.remove_exporter()
     out = io.StringIO()
     scenarios = fixed_scenarios() + dra_scenarios() + random_scenarios(RANDOM, SEED)
-    report = run_on(realnode_cluster.nodes[0], scenarios, out=out)
+    report = run_on(realnode_cluster.nodes, scenarios, out=out)
     assert report.scenarios == len(scenarios)
     assert not report.reproducers, out.getvalue() + "\n\n".join(report.reproducers)
     # the point of the DRA scenarios: the kubelet admits pods whose DRA devices sit on

@@ -4,6 +4,7 @@ simulator, and the fixed set covers every policy, scope and option."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 import pytest
 
@@ -11,7 +12,7 @@ from fakenrt.commands.podfiles import validated_claim, validated_pod
 from fakenrt.podschema import SchemaChecker
 from fakenrt.realnode.kubeletconfig import kubelet_configuration
 from fakenrt.realnode.machine import machine_files
-from fakenrt.realnode.oracle import simulated_verdicts
+from fakenrt.realnode.oracle import Verdict, simulated_verdicts
 from fakenrt.realnode.scenarios import (
     Scenario,
     dra_scenarios,
@@ -130,3 +131,21 @@ def test_random_scenarios_are_reproducible_from_the_seed() -> None:
     assert random_scenario(7, 3) == random_scenario(7, 3)
     assert random_scenarios(5, seed=7) != random_scenarios(5, seed=8)
     assert random_scenarios(5, seed=7)[4] == random_scenario(7, 4)
+
+
+@pytest.mark.parametrize("scenario", [*FIXED[:3], *DRA], ids=lambda s: s.name)
+def test_a_scenario_moved_to_another_namespace_decides_the_same(scenario: Scenario) -> None:
+    moved = scenario.in_namespace("oracle-2")
+    assert {m["metadata"]["namespace"] for m in (*moved.pods, *moved.claims)} == {"oracle-2"}
+    assert scenario.pods[0]["metadata"]["namespace"] == "default"  # the original untouched
+    profile, pods = scenario_inputs(scenario)
+    moved_profile, moved_pods = scenario_inputs(moved)
+    assert moved_profile == profile
+    before = simulated_verdicts(profile, pods)
+    after = simulated_verdicts(moved_profile, moved_pods)
+    assert [v.pod for v in after] == [f"oracle-2/{m['metadata']['name']}" for m in moved.pods]
+
+    def decided(verdicts: Sequence[Verdict]) -> list[tuple[object, ...]]:
+        return [(v.admitted, v.reason, v.message, v.containers) for v in verdicts]
+
+    assert decided(after) == decided(before)
