@@ -96,10 +96,10 @@ DOCKERFILE
 component_images() {
   local bin=$1 list key archive coredns image name tag
   list=$("$bin/kubeadm" config images list --kubernetes-version "$K8S_VERSION" 2>/dev/null)
-  key=$(echo "$list" | cat - "$KIND_DIR/build-node-image.sh" | sha256sum | cut -c1-12)
+  key=$(echo "$list" | cat - "$KIND_DIR/build-node-image.sh" "$KIND_DIR"/coredns/{go.mod,go.sum,main.go} | sha256sum | cut -c1-12)
   archive=$KIND_CACHE/images-$K8S_VERSION-$key.tar
   if [[ ! -s $archive ]]; then
-    coredns=$(go_tool "github.com/coredns/coredns@$COREDNS_VERSION" coredns)
+    coredns=$(coredns_binary)
     for image in $list; do
       name=${image%:*}; tag=${image##*:}
       log "image $image"

@@ -20,7 +20,8 @@ CONTROLPLANE_GOMOD=$REPO_ROOT/tests/controlplane/go.mod
 K8S_VERSION=$(awk '$1=="k8s.io/kubernetes"{print $2; exit}' "$CONTROLPLANE_GOMOD")
 ETCD_VERSION=$(awk '$1=="go.etcd.io/etcd/server/v3"{print $2; exit}' "$CONTROLPLANE_GOMOD")
 KIND_VERSION=v0.33.0
-COREDNS_VERSION=v1.14.2
+# CoreDNS: the release kind/coredns/go.mod pins, built with the plugins its main.go names.
+COREDNS_VERSION=$(awk '$1=="require" && $2=="github.com/coredns/coredns"{print $3; exit}' "$KIND_DIR/coredns/go.mod")
 DEBIAN_SUITE=bookworm
 
 # Where build-node-image.sh puts kubelet, kubeadm, kubectl, kube-* and etcd: keyed by the
@@ -96,6 +97,22 @@ build_runc_wrapper() {
     log "building the runc wrapper into $out"
     mkdir -p "$(dirname "$out")"
     (cd "$src" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$out.tmp" .) >&2
+    mv "$out.tmp" "$out"
+  fi
+  echo "$out"
+}
+
+# coredns_binary -> prints the path of CoreDNS built from kind/coredns (the pinned release,
+# only the plugins its main.go imports: about half a full build's packages), on first use.
+coredns_binary() {
+  local src=$KIND_DIR/coredns key out
+  key=$(hash_of "$src/go.mod" "$src/go.sum" "$src/main.go")
+  out=$KIND_CACHE/coredns-$COREDNS_VERSION-$key/coredns
+  if [[ ! -x $out ]]; then
+    command -v go >/dev/null || die "the Go toolchain (go) is needed to build CoreDNS"
+    log "building CoreDNS $COREDNS_VERSION (kind/coredns: kubeadm's Corefile plugins)"
+    mkdir -p "$(dirname "$out")"
+    (cd "$src" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -ldflags='-s -w' -o "$out.tmp" .) >&2
     mv "$out.tmp" "$out"
   fi
   echo "$out"
