@@ -99,6 +99,10 @@ class _Static:
     #: Admission decisions kept by state and pod shape, shared by the nodes of this
     #: profile but for its name (None: every admission is computed).
     memo: AdmissionMemo | None
+    #: Per zone id: every resource of the zone (the keys of its capacity), in order.
+    zone_resources: Mapping[int, tuple[str, ...]]
+    #: Per zone id: resource -> the ids of the zone's devices.
+    zone_devices: Mapping[int, Mapping[str, frozenset[str]]]
 
 
 def _static(profile: NodeProfile, *, remember: bool) -> _Static:
@@ -136,6 +140,11 @@ def _static(profile: NodeProfile, *, remember: bool) -> _Static:
         foreign_pods=foreign_pod_specs(profile),
         drivers={d.name: d for d in profile.dra},
         memo=shared_memo(profile) if remember else None,
+        zone_resources={z: tuple(amounts) for z, amounts in zone_capacity(profile).items()},
+        zone_devices={
+            z.id: {name: frozenset(dset.ids) for name, dset in z.devices.items()}
+            for z in profile.zones
+        },
     )
 
 
@@ -398,9 +407,11 @@ class NodeState:
         """Make an admitted or restored pod's allocation the node's state (its claims are
         prepared later, by :meth:`prepare`)."""
         pod_key = pod.key
-        allocation = replace(
-            allocation, containers=tuple(replace(c, dynamic=()) for c in allocation.containers)
-        )
+        if any(c.dynamic for c in allocation.containers):
+            allocation = replace(
+                allocation,
+                containers=tuple(replace(c, dynamic=()) for c in allocation.containers),
+            )
         if pod.resource_claims:
             self._claiming[pod_key] = pod
         self._cpu_default = cpu_default
@@ -554,15 +565,15 @@ class NodeState:
         out of the shared pool, memory / hugepages bytes reserved by the Memory Manager's
         accounting, allocated devices. Every resource of the zone is listed."""
         out: dict[int, dict[str, int]] = {}
-        capacity = zone_capacity(self.profile)
-        for zone in self.profile.zones:
-            usage = dict.fromkeys(capacity[zone.id], 0)
+        s = self._s
+        for zone in s.profile.zones:
+            usage = dict.fromkeys(s.zone_resources[zone.id], 0)
             usage["cpu"] = len(zone.cpus - self._cpu_default)
             for name, table in self._mem[zone.id].tables.items():
                 if name in usage:
                     usage[name] = table.reserved
-            for name, dset in zone.devices.items():
-                usage[name] = len(self._dev_allocated.get(name, frozenset()) & set(dset.ids))
+            for name, ids in s.zone_devices[zone.id].items():
+                usage[name] = len(self._dev_allocated.get(name, frozenset()) & ids)
             out[zone.id] = usage
         return out
 
