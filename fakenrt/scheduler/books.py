@@ -163,17 +163,20 @@ def static_key(topology: NumaTopology | None) -> object:
 
 def ledger_key(ledger: ZoneLedger | None) -> object:
     """A ledger's free amounts, memory groups (in charge order, as the Memory Manager's
-    books keep them) and pods at unknown zones, as a hashable value."""
+    books keep them) and pods at unknown zones, as a hashable value (compared, never
+    read: a zone's amounts as a set of its non-zero ones, each group as its set of
+    zones)."""
     if ledger is None:
         return None
+    available, blocks = ledger.available, ledger.blocks
     return (
         tuple(
-            (z, tuple(sorted((r, v) for r, v in ledger.available[z].items() if v != 0)))
-            for z in sorted(ledger.available)
+            [
+                (z, frozenset([(r, v) for r, v in available[z].items() if v]))
+                for z in sorted(available)
+            ]
         ),
-        tuple(
-            (z, tuple(tuple(sorted(b)) for b in ledger.blocks[z])) for z in sorted(ledger.blocks)
-        ),
+        tuple([(z, tuple(blocks[z])) for z in sorted(blocks)]),
         ledger.unaccounted,
     )
 
@@ -185,8 +188,8 @@ def state_key(books: NodeBooks, static: object) -> object:
     return (
         node.ready,
         node.unschedulable,
-        tuple(sorted(node.allocatable.items())),
-        tuple(sorted(books.requested.items())),
+        frozenset(node.allocatable.items()),
+        frozenset(books.requested.items()),
         books.pods,
         static,
         ledger_key(books.ledger),
