@@ -18,7 +18,7 @@ verdicts and scores for every shape; the cycle's indexes rely on exactly that.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from fakenrt.podspec import PodSpec, effective_requests
@@ -60,6 +60,9 @@ class NodeBooks:
     #: :meth:`build` when only the node's NRT changed).
     seen: Sequence[NodePod] = ()
     placed: Placements | None = None
+    #: The whole-node requests of ``seen`` (``requested`` before any pod was assumed;
+    #: never changed).
+    summed: Mapping[str, Decimal] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -75,10 +78,14 @@ class NodeBooks:
         the pods' placements are taken from them - all of them when built from the very
         same ``pods`` (only NRT ``available`` or its fingerprint changed), else those of
         the pods that did not change (:func:`placements`)."""
-        requested: dict[str, Decimal] = {}
-        for p in pods:
-            for name, value in _requests(p).items():
-                requested[name] = requested.get(name, Decimal(0)) + value
+        if previous is not None and previous.seen is pods:
+            summed = previous.summed  # the same pods: the same requests
+        else:
+            total: dict[str, Decimal] = {}
+            for p in pods:
+                for name, value in _requests(p).items():
+                    total[name] = total.get(name, Decimal(0)) + value
+            summed = total
         ledger: ZoneLedger | None = None
         unplaced: tuple[str, ...] = ()
         problems: tuple[str, ...] = ()
@@ -103,13 +110,14 @@ class NodeBooks:
                 ledger = ZoneLedger.from_nrt(node.nrt)
         return cls(
             node=node,
-            requested=requested,
+            requested=dict(summed),
             pods=len(pods),
             ledger=ledger,
             unplaced=unplaced,
             problems=problems,
             seen=pods,
             placed=placed,
+            summed=summed,
         )
 
     def copy(self) -> NodeBooks:
