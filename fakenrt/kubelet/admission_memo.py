@@ -12,13 +12,16 @@ is random (the kubelet's Go-map orders are modelled as fixed orders).
 Nodes of one shape go through the same states again and again in a simulation - a node
 emptied and filled again, nodes filled by the same stream of pods - so the decision and
 the state it leaves are kept per state and shape: measured at 248 nodes x 12,555 pods,
-92% of the admissions find their decision kept. Each profile without its name has one
-:class:`AdmissionMemo`, shared by the nodes of that profile (:func:`shared_memo`), bounded
-in entries; what it keeps is never modified (the node replaces its state on every change).
+92% of the admissions find their decision kept. The nodes of one profile without its
+name share one :class:`AdmissionMemo` (:func:`shared_memo`); every memo keeps its
+decisions in one store bounded in entries for the whole process, however many profiles
+and nodes there are (a controller serves thousands of nodes for weeks). What it keeps is
+never modified (the node replaces its state on every change).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -27,10 +30,10 @@ from fakenrt.kubelet.provider_memory import Block, MachineState
 from fakenrt.podspec import PodSpec
 from fakenrt.profiles.model import NodeProfile
 
-#: Decisions kept per profile before they are started afresh (a bound on memory: about
-#: 2 KiB a decision on the bundled shapes).
-MAX_KEPT = 4096
-#: Profiles (without their names) whose memos are kept.
+#: Decisions kept in the process, all profiles together, before they are started afresh
+#: (a bound on memory: a few KiB a decision on the bundled shapes).
+MAX_KEPT = 8192
+#: Profiles (without their names) whose memos are handed out again (:func:`shared_memo`).
 MAX_PROFILES = 64
 
 #: The node's admission state and the pod's resources (see the module docstring).
@@ -65,21 +68,27 @@ class Decided:
 
 
 class AdmissionMemo:
-    """Decisions by :func:`state_key`, for the nodes of one profile."""
+    """Decisions by :func:`state_key`, for the nodes of one profile (kept in the
+    process-wide store, under the memo's own identity)."""
 
     def __init__(self) -> None:
-        self._kept: dict[StateKey, Decided] = {}
+        self._id = next(_IDS)
 
     def get(self, key: StateKey) -> Decided | None:
-        return self._kept.get(key)
+        return _KEPT.get((self._id, key))
 
     def put(self, key: StateKey, decided: Decided) -> None:
-        if len(self._kept) >= MAX_KEPT:
-            self._kept.clear()
-        self._kept[key] = decided
+        if len(_KEPT) >= MAX_KEPT:
+            _KEPT.clear()
+        _KEPT[(self._id, key)] = decided
 
     def __len__(self) -> int:
-        return len(self._kept)
+        return sum(1 for memo, _ in _KEPT if memo == self._id)
+
+
+_IDS = itertools.count()
+#: (memo, state key) -> the decision, for every memo.
+_KEPT: dict[tuple[int, StateKey], Decided] = {}
 
 
 def state_key(

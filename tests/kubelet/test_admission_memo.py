@@ -88,12 +88,14 @@ def test_a_kept_decision_is_reused_for_another_pod_of_the_shape_on_another_node(
     assert not elsewhere.admit and elsewhere.reason == "NodeName"
 
 
-def test_a_memo_is_bounded() -> None:
-    memo = AdmissionMemo()
+def test_the_memos_are_bounded_together() -> None:
+    memos = [AdmissionMemo() for _ in range(3)]
     decided = Decided(False, "R", "m", ())
-    for i in range(admission_memo.MAX_KEPT + 10):
-        memo.put((i,), decided)
-    assert len(memo) <= admission_memo.MAX_KEPT
+    for i in range(admission_memo.MAX_KEPT):
+        for memo in memos:
+            memo.put((i,), decided)
+    assert len(admission_memo._KEPT) <= admission_memo.MAX_KEPT
+    assert memos[2].get((admission_memo.MAX_KEPT - 1,)) is decided
 
 
 def test_the_shared_memos_are_bounded() -> None:
