@@ -29,6 +29,13 @@ from types import ModuleType
 from typing import Any
 
 from fakenrt.kubelet import predicate, scope_container, scope_none, scope_pod
+from fakenrt.kubelet.admission_memo import (
+    AdmissionMemo,
+    Admitted,
+    Decided,
+    shared_memo,
+    state_key,
+)
 from fakenrt.kubelet.allocation import (
     INIT,
     REGULAR,
@@ -89,9 +96,16 @@ class _Static:
     #: The pods outside the simulation (:mod:`fakenrt.kubelet.foreign`).
     foreign_pods: tuple[ForeignPod, ...]
     drivers: Mapping[str, DraDriver]
+    #: Admission decisions kept by state and pod shape, shared by the nodes of this
+    #: profile but for its name (None: every admission is computed).
+    memo: AdmissionMemo | None
+    #: Per zone id: every resource of the zone (the keys of its capacity), in order.
+    zone_resources: Mapping[int, tuple[str, ...]]
+    #: Per zone id: resource -> the ids of the zone's devices.
+    zone_devices: Mapping[int, Mapping[str, frozenset[str]]]
 
 
-def _static(profile: NodeProfile) -> _Static:
+def _static(profile: NodeProfile, *, remember: bool) -> _Static:
     cfg = profile.kubelet
     numa = NumaInfo.build(
         profile.zone_ids,
@@ -125,6 +139,12 @@ def _static(profile: NodeProfile) -> _Static:
         memory_static=cfg.memory_manager_policy == "Static",
         foreign_pods=foreign_pod_specs(profile),
         drivers={d.name: d for d in profile.dra},
+        memo=shared_memo(profile) if remember else None,
+        zone_resources={z: tuple(amounts) for z, amounts in zone_capacity(profile).items()},
+        zone_devices={
+            z.id: {name: frozenset(dset.ids) for name, dset in z.devices.items()}
+            for z in profile.zones
+        },
     )
 
 
@@ -147,11 +167,14 @@ class NodeState:
 
     # -- construction ----------------------------------------------------------------
     @classmethod
-    def from_profile(cls, profile: NodeProfile) -> NodeState:
+    def from_profile(cls, profile: NodeProfile, *, remember: bool = True) -> NodeState:
         """A node with no simulated pod yet, the profile's foreign allocations applied.
-        Raises ValueError (``PolicyError``) for a kubelet configuration the kubelet would
-        refuse, or foreign allocations that do not fit."""
-        static = _static(profile)
+        ``remember``: admissions decided by a node of the same profile in the same state
+        for a pod of the same shape are reused (:mod:`fakenrt.kubelet.admission_memo`;
+        the same decisions, computed once). Raises ValueError (``PolicyError``) for a
+        kubelet configuration the kubelet would refuse, or foreign allocations that do
+        not fit."""
+        static = _static(profile, remember=remember)
         cfg = profile.kubelet
         reserved = cfg.reserved_cpus
         default = frozenset(static.topo.cpus)
@@ -236,6 +259,43 @@ class NodeState:
         Raises ValueError when a pod with the same key is already admitted."""
         if pod.key in self._pods:
             raise ValueError(f"pod {pod.key} is already admitted on node {self.profile.name}")
+        memo = self._s.memo
+        if memo is None:
+            return self._apply(pod, self._decide(pod))
+        key = state_key(
+            cpu_default=self._cpu_default,
+            devices=self._dev_allocated,
+            memory=self._mem,
+            used=self._used,
+            pods=len(self._pods),
+            pod=pod,
+            node_name=self._s.profile.name,
+        )
+        decided = memo.get(key)
+        if decided is None:
+            decided = self._decide(pod)
+            memo.put(key, decided)
+        return self._apply(pod, decided)
+
+    def _apply(self, pod: PodSpec, decided: Decided) -> AdmissionResult:
+        """The result of ``decided`` for ``pod``; when admitted, the node holds it."""
+        admitted = decided.admitted
+        if admitted is None:
+            return AdmissionResult(pod.key, False, decided.reason, decided.message, decided.hints)
+        allocation = PodAllocation(pod.namespace, pod.name, pod.uid, admitted.containers)
+        self._hold(
+            pod,
+            allocation,
+            request=admitted.request,
+            cpu_default=admitted.cpu_default,
+            devices=dict(admitted.devices),
+            memory=admitted.memory,
+            blocks=admitted.blocks,
+        )
+        return AdmissionResult(pod.key, True, None, None, decided.hints, allocation)
+
+    def _decide(self, pod: PodSpec) -> Decided:
+        """Decide as the kubelet would on the node as it is (which is left unchanged)."""
         s = self._s
         cfg = s.profile.kubelet
         cpu = CpuProvider(s.topo, cfg.reserved_cpus, self._cpu_default, cfg.cpu_options)
@@ -249,10 +309,10 @@ class NodeState:
         outcome = s.scope.admit(pod, s.policy, providers)
         hints = tuple(outcome.reports)
         if not outcome.admit:
-            return AdmissionResult(pod.key, False, outcome.reason, outcome.message, hints)
+            return Decided(False, outcome.reason, outcome.message, hints)
         request, failure = self._fit(pod)
         if failure is not None:
-            return AdmissionResult(pod.key, False, failure.reason, failure.message, hints)
+            return Decided(False, failure.reason, failure.message, hints)
         kinds = {c.name: SIDECAR if c.restartable else INIT for c in pod.init_containers}
         kinds.update({c.name: REGULAR for c in pod.containers})
         containers = tuple(
@@ -268,18 +328,16 @@ class NodeState:
             )
             for c in all_containers(pod)
         )
-        allocation = PodAllocation(pod.namespace, pod.name, pod.uid, containers)
         blocks = tuple(b for c in all_containers(pod) for b in mem.assigned.get(c.name, ()))
-        self._hold(
-            pod,
-            allocation,
-            request=request,
+        admitted = Admitted(
+            containers=containers,
             cpu_default=cpu.default_set,
             devices=dev.allocated,
-            memory=mem.state,
+            memory=mem.state if s.memory_static else self._mem,
             blocks=blocks,
+            request=request,
         )
-        return AdmissionResult(pod.key, True, None, None, hints, allocation)
+        return Decided(True, None, None, hints, admitted)
 
     def restore(self, pod: PodSpec, allocation: PodAllocation) -> None:
         """Apply exactly ``allocation`` (recorded when the pod was admitted) without asking
@@ -349,9 +407,11 @@ class NodeState:
         """Make an admitted or restored pod's allocation the node's state (its claims are
         prepared later, by :meth:`prepare`)."""
         pod_key = pod.key
-        allocation = replace(
-            allocation, containers=tuple(replace(c, dynamic=()) for c in allocation.containers)
-        )
+        if any(c.dynamic for c in allocation.containers):
+            allocation = replace(
+                allocation,
+                containers=tuple(replace(c, dynamic=()) for c in allocation.containers),
+            )
         if pod.resource_claims:
             self._claiming[pod_key] = pod
         self._cpu_default = cpu_default
@@ -470,7 +530,9 @@ class NodeState:
         None when the node's Memory Manager is not Static."""
         if not self._s.memory_static:
             return None
-        problem = checkpoint_problem(NodeState.from_profile(self.profile)._mem, checkpoint)
+        problem = checkpoint_problem(
+            NodeState.from_profile(self.profile, remember=False)._mem, checkpoint
+        )
         if problem is None:
             return None
         return f"node {self.profile.name}: memory manager: {problem}"
@@ -503,15 +565,15 @@ class NodeState:
         out of the shared pool, memory / hugepages bytes reserved by the Memory Manager's
         accounting, allocated devices. Every resource of the zone is listed."""
         out: dict[int, dict[str, int]] = {}
-        capacity = zone_capacity(self.profile)
-        for zone in self.profile.zones:
-            usage = dict.fromkeys(capacity[zone.id], 0)
+        s = self._s
+        for zone in s.profile.zones:
+            usage = dict.fromkeys(s.zone_resources[zone.id], 0)
             usage["cpu"] = len(zone.cpus - self._cpu_default)
             for name, table in self._mem[zone.id].tables.items():
                 if name in usage:
                     usage[name] = table.reserved
-            for name, dset in zone.devices.items():
-                usage[name] = len(self._dev_allocated.get(name, frozenset()) & set(dset.ids))
+            for name, ids in s.zone_devices[zone.id].items():
+                usage[name] = len(self._dev_allocated.get(name, frozenset()) & ids)
             out[zone.id] = usage
         return out
 

@@ -18,6 +18,7 @@ identified by namespace and name only.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -42,8 +43,8 @@ def pod_hash(namespace: str, name: str) -> int:
 
 def fingerprint(pods: Iterable[tuple[str, str]]) -> str:
     """The fingerprint of a set of ``(namespace, name)`` pods."""
-    hashes = sorted(pod_hash(namespace, name) for namespace, name in pods)
-    blob = b"".join(h.to_bytes(8, "little") for h in hashes)
+    hashes = sorted([pod_hash(namespace, name) for namespace, name in pods])
+    blob = struct.pack(f"<{len(hashes)}Q", *hashes)  # each as 8 little-endian bytes
     return f"{PREFIX}{VERSION}{xxhash.xxh64_intdigest(blob):016x}"
 
 

@@ -18,7 +18,7 @@ verdicts and scores for every shape; the cycle's indexes rely on exactly that.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from fakenrt.podspec import PodSpec, effective_requests
@@ -60,6 +60,9 @@ class NodeBooks:
     #: :meth:`build` when only the node's NRT changed).
     seen: Sequence[NodePod] = ()
     placed: Placements | None = None
+    #: The whole-node requests of ``seen`` (``requested`` before any pod was assumed;
+    #: never changed).
+    summed: Mapping[str, Decimal] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -75,10 +78,14 @@ class NodeBooks:
         the pods' placements are taken from them - all of them when built from the very
         same ``pods`` (only NRT ``available`` or its fingerprint changed), else those of
         the pods that did not change (:func:`placements`)."""
-        requested: dict[str, Decimal] = {}
-        for p in pods:
-            for name, value in _requests(p).items():
-                requested[name] = requested.get(name, Decimal(0)) + value
+        if previous is not None and previous.seen is pods:
+            summed = previous.summed  # the same pods: the same requests
+        else:
+            total: dict[str, Decimal] = {}
+            for p in pods:
+                for name, value in _requests(p).items():
+                    total[name] = total.get(name, Decimal(0)) + value
+            summed = total
         ledger: ZoneLedger | None = None
         unplaced: tuple[str, ...] = ()
         problems: tuple[str, ...] = ()
@@ -103,13 +110,14 @@ class NodeBooks:
                 ledger = ZoneLedger.from_nrt(node.nrt)
         return cls(
             node=node,
-            requested=requested,
+            requested=dict(summed),
             pods=len(pods),
             ledger=ledger,
             unplaced=unplaced,
             problems=problems,
             seen=pods,
             placed=placed,
+            summed=summed,
         )
 
     def copy(self) -> NodeBooks:
@@ -163,17 +171,20 @@ def static_key(topology: NumaTopology | None) -> object:
 
 def ledger_key(ledger: ZoneLedger | None) -> object:
     """A ledger's free amounts, memory groups (in charge order, as the Memory Manager's
-    books keep them) and pods at unknown zones, as a hashable value."""
+    books keep them) and pods at unknown zones, as a hashable value (compared, never
+    read: a zone's amounts as a set of its non-zero ones, each group as its set of
+    zones)."""
     if ledger is None:
         return None
+    available, blocks = ledger.available, ledger.blocks
     return (
         tuple(
-            (z, tuple(sorted((r, v) for r, v in ledger.available[z].items() if v != 0)))
-            for z in sorted(ledger.available)
+            [
+                (z, frozenset([(r, v) for r, v in available[z].items() if v]))
+                for z in sorted(available)
+            ]
         ),
-        tuple(
-            (z, tuple(tuple(sorted(b)) for b in ledger.blocks[z])) for z in sorted(ledger.blocks)
-        ),
+        tuple([(z, tuple(blocks[z])) for z in sorted(blocks)]),
         ledger.unaccounted,
     )
 
@@ -185,8 +196,8 @@ def state_key(books: NodeBooks, static: object) -> object:
     return (
         node.ready,
         node.unschedulable,
-        tuple(sorted(node.allocatable.items())),
-        tuple(sorted(books.requested.items())),
+        frozenset(node.allocatable.items()),
+        frozenset(books.requested.items()),
         books.pods,
         static,
         ledger_key(books.ledger),
