@@ -129,9 +129,11 @@ kind-test: $(VENV)/.installed-dev
 	@echo "== kind: real kubelets v1.36.3 on fake NUMA topologies (one cluster): the e2e scenarios a-h (docs/e2e.md), then the oracle - 13 fixed + 50 seeded random scenarios (docs/real-kubelet.md), then fakenrt nrt publish on 3 of them (docs/nrt.md)"
 	$(BIN)/pytest --kind --real-kubelet -m 'kind or controlplane' tests/e2e tests/realnode tests/nrtpub/test_real_kubelet.py
 
-# The schedulers' Go builds (cold: KAI about 9 minutes, scheduler-plugins 3) run in the
-# background, niced, beside the gates and the Python tests; the scorecard waits for them
-# (each build script holds a lock while it builds) or builds what they could not.
+# The Kind node image and the schedulers' Go builds (cold: the image about 9 minutes, KAI
+# 15-25, scheduler-plugins 5) run in the background, niced, beside the gates and the Python
+# tests, in the order they are needed: the Kind tests come first and mostly wait on
+# kubelets, so a cold run's scheduler builds overlap them; the scorecard comes last. Each
+# build script holds a lock while it builds, so a step that needs one waits for it.
 # The schedulers make test runs the scorecard for (docs/scorecard.md): the reference
 # scheduler, the stock kube-scheduler, KAI-Scheduler and scheduler-plugins. Volcano and
 # Koordinator run in make scorecard-ci and make scorecard: their cold builds (about 16 min
@@ -141,16 +143,17 @@ CI_SCHEDULERS = reference,kube-scheduler,kai,scheduler-plugins
 test: $(VENV)/.installed-dev
 	tests/controlplane/build.sh >/dev/null
 	@mkdir -p build
-	@echo "== schedulers ($(CI_SCHEDULERS)), then the Kind node image: built in the background (build/schedulers-build.log, build/kind-build.log)"
-	(nice -n 10 $(BIN)/python -m schedulers.building $(CI_SCHEDULERS) >build/schedulers-build.log 2>&1; \
-	 nice -n 10 kind/build-node-image.sh >build/kind-build.log 2>&1) &
+	@echo "== the Kind node image, then the schedulers ($(CI_SCHEDULERS)): built in the background (build/kind-build.log, build/schedulers-build.log)"
+	(nice -n 10 kind/build-node-image.sh >build/kind-build.log 2>&1; \
+	 nice -n 10 $(BIN)/python -m schedulers.building $(CI_SCHEDULERS) >build/schedulers-build.log 2>&1) &
 	tests/controlplane/build-kubectl.sh >/dev/null
 	tests/helm/build.sh >/dev/null
 	tests/prometheus/install.sh >/dev/null
 	tests/setup/chromium.sh >/dev/null
-	$(MAKE) --no-print-directory lint typecheck imports rules kind-check pytest
+	$(MAKE) --no-print-directory lint typecheck imports rules kind-check pytest kind-test
+	@echo "== scorecard: waiting for the schedulers' builds (build/schedulers-build.log)"
 	$(BIN)/python -m schedulers.building $(CI_SCHEDULERS) >/dev/null
-	$(MAKE) --no-print-directory scorecard-ci kind-test SCORECARD_ARGS="--scheduler $(CI_SCHEDULERS)"
+	$(MAKE) --no-print-directory scorecard-ci SCORECARD_ARGS="--scheduler $(CI_SCHEDULERS)"
 
 image: $(VENV)/.installed-runtime
 	kind/image.sh $(BIN)/python
