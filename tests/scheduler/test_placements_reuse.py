@@ -1,9 +1,10 @@
-"""A node's placements rebuilt from the ones before (each unchanged pod's part kept) are
+"""A node's placements rebuilt from the ones before (each unchanged pod's part kept, and
+when every part was kept the ledger updated by the pods that left, came or changed) are
 exactly the placements read from scratch (hypothesis): the ledger with its memory blocks
-in charge order, sources, unplaced, problems, unaccounted pods and the fingerprint's
-verdict - while pods come, go and change annotations, with memory groups over several
-zones (spread by what earlier pods left free, so never kept), unusable annotations and
-terminal pods among them."""
+in charge order, sources, unplaced, problems, unaccounted pods, whether every part was
+kept and the fingerprint's verdict - while pods come, go and change annotations, with
+memory groups over several zones (spread by what earlier pods left free, so never kept),
+unusable annotations and terminal pods among them."""
 
 from __future__ import annotations
 
@@ -83,6 +84,7 @@ def comparable(placed: Placements) -> tuple[object, ...]:
         placed.unplaced,
         placed.problems,
         placed.unaccounted,
+        placed.whole,
     )
 
 
