@@ -208,6 +208,8 @@ class Simulation:
         #: reference the tests compare with; results are identical).
         self.shortcuts = shortcuts
         self.strategy = strategy
+        #: ``strategy.reads_lagged_nrt``, read every cycle.
+        self.reads_lagged_nrt = strategy.reads_lagged_nrt
         self.settings = s = scenario.settings
         self.progress = progress
         self.horizon = scenario.horizon
@@ -519,7 +521,7 @@ class Simulation:
         if not (ready or parked):
             return True
         self.rec.cycles += 1
-        if self.strategy.reads_lagged_nrt:
+        if self.reads_lagged_nrt:
             self._count_staleness(now)
         if not ready and self._still_nowhere(parked):
             # Nothing changed since these shapes last fitted nowhere: the cycle would try
@@ -745,13 +747,18 @@ class Simulation:
         if kept is not None and kept.spec.annotations == annotations:
             return
         spec = replace(record.spec, node_name=record.node, annotations=annotations)
-        requests = self._requests.get(record.shape)
-        if requests is None:
-            requests = self._requests[record.shape] = effective_requests(record.spec)
         self.members[record.node][record.key] = NodePod(
-            spec=spec, phase=record.phase, requests=requests
+            spec=spec, phase=record.phase, requests=self._shape_requests(record.shape, record.spec)
         )
         self._touch(record.node)
+
+    def _shape_requests(self, shape: str, spec: PodSpec) -> Mapping[str, Decimal]:
+        """The effective requests of a pod of ``shape`` (``spec``: one of them), the same
+        for every pod of the shape."""
+        requests = self._requests.get(shape)
+        if requests is None:
+            requests = self._requests[shape] = effective_requests(spec)
+        return requests
 
     def _drop_member(self, record: PodRecord) -> None:
         self.members[record.node].pop(record.key, None)
@@ -902,7 +909,7 @@ class Simulation:
         )
         self._view_changed(name)
         model = self.fleet.nodes[name]
-        if self.strategy.reads_lagged_nrt and model.published == model.snapshot():
+        if self.reads_lagged_nrt and model.published == model.snapshot():
             self.stale_since.pop(name, None)
 
     def _served(self, effect: ServePodResources) -> None:
@@ -996,12 +1003,13 @@ class Simulation:
         if known is None:
             requested: dict[str, Decimal] = {}
             for pod in self.members[name].values():
-                for res, value in effective_requests(pod.spec).items():
+                assert pod.requests is not None  # members carry theirs (_set_member)
+                for res, value in pod.requests.items():
                     requested[res] = requested.get(res, Decimal(0)) + value
             allocatable = self.allocatable[name]
             whole = all(
                 value <= allocatable.get(res, Decimal(0)) - requested.get(res, Decimal(0))
-                for res, value in effective_requests(spec).items()
+                for res, value in self._shape_requests(shape, spec).items()
             )
             known = (
                 whole
