@@ -472,6 +472,8 @@ class Placements:
     #: Every non-terminal pod's part is in ``parts``: ``ledger`` is ``allocatable`` less
     #: their placements, each of one-zone blocks only, in any order (see :func:`_updated`).
     whole: bool = False
+    #: No pod it was read from is terminal.
+    live: bool = False
 
 
 def placements(
@@ -497,8 +499,10 @@ def placements(
     unplaced: list[str] = []
     unaccounted: list[str] = []
     problems: list[str] = []
+    live = True
     for pod in pods:
         if pod.terminal:
+            live = False
             continue
         key = pod.spec.key
         part = known.get(key)
@@ -524,6 +528,7 @@ def placements(
         unaccounted=tuple(unaccounted),
         parts=parts,
         whole=len(parts) == len(sources) + len(unplaced),
+        live=live,
     )
 
 
@@ -536,7 +541,11 @@ def _updated(
     every memory block is a one-zone block (a part with a group over several zones is never
     kept), all equal on their zone, so their order on it does not matter. None when a
     changed pod's part cannot be kept (a memory group over several zones, an unusable
-    annotation): the caller reads the pods in order instead."""
+    annotation): the caller reads the pods in order instead.
+
+    The fingerprints computed for ``previous`` are kept when the pods are the same ones,
+    none terminal, each still holding exclusive resources or not as before (only their
+    annotations changed): a fingerprint covers pods by namespace and name."""
     known = previous.parts
     ledger = previous.ledger.copy()
     parts: dict[str, _Part] = {}
@@ -544,11 +553,14 @@ def _updated(
     unplaced: list[str] = []
     unaccounted: list[str] = []
     came: list[Placement] = []
+    same = previous.live
+    live = True
     for pod in pods:
         if pod.terminal:
+            live = same = False
             continue
         key = pod.spec.key
-        part = known.get(key)
+        before = part = known.get(key)
         if part is None or part.pod is not pod:
             problems: list[str] = []
             part, keep = _read(pod, topology, ledger.available, strict=strict, problems=problems)
@@ -556,6 +568,7 @@ def _updated(
                 return None
             if part.placement is not None:
                 came.append(part.placement)
+            same = same and before is not None and before.exclusive == part.exclusive
         parts[key] = part
         if part.placement is None:
             unplaced.append(key)
@@ -575,8 +588,10 @@ def _updated(
         unplaced=tuple(unplaced),
         problems=(),
         unaccounted=tuple(unaccounted),
+        prints=dict(previous.prints) if same and len(parts) == len(known) else {},
         parts=parts,
         whole=True,
+        live=live,
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from exporter.annotations import (
@@ -104,12 +104,24 @@ STEPS = st.lists(
 
 
 @settings(max_examples=200, deadline=None)
-@given(steps=STEPS, method=st.sampled_from([None, METHOD_WITH_EXCLUSIVE_RESOURCES]))
+@example(  # a terminal pod goes: the fingerprints that counted it go with it
+    steps=[[(0, 0, 1), (1, 3, 1)], [(1, 0, None)]],
+    method=None,
+    published=["other", "before"] * 4,
+)
+@given(
+    steps=STEPS,
+    method=st.sampled_from([None, METHOD_WITH_EXCLUSIVE_RESOURCES]),
+    published=st.lists(st.sampled_from(["other", "live", "all", "before"]), min_size=8, max_size=8),
+)
 def test_placements_from_the_ones_before_are_the_placements_from_scratch(
-    steps: list[list[tuple[int, int, int | None]]], method: str | None
+    steps: list[list[tuple[int, int, int | None]]], method: str | None, published: list[str]
 ) -> None:
+    """``published``: each step's NRT fingerprint - of other pods, of the live pods, of
+    all pods (terminal ones counted), of all the pods of the step before (NRT lags)."""
     on_node: dict[str, NodePod] = {}
     previous: Placements | None = None
+    before: list[tuple[str, str]] = []
     for n, changes in enumerate(steps):
         for index, kind, which in changes:
             name = f"p{index}"
@@ -118,9 +130,15 @@ def test_placements_from_the_ones_before_are_the_placements_from_scratch(
             else:
                 on_node[name] = node_pod(name, kind, which)
         pods = tuple(on_node.values())
-        names = [(p.spec.namespace, p.spec.name) for p in pods if not p.terminal]
+        every = [(p.spec.namespace, p.spec.name) for p in pods]
+        names = {
+            "live": [(p.spec.namespace, p.spec.name) for p in pods if not p.terminal],
+            "all": every,
+            "before": before,
+        }.get(published[n])
+        before = every
         topo = replace(BASE, fingerprint_method=method).with_available(
-            {0: {"cpu": 3}}, fingerprint=fingerprint(names) if n % 2 else "other"
+            {0: {"cpu": 3}}, fingerprint="other" if names is None else fingerprint(names)
         )
         fresh = placements(topo, pods, strict=False)
         kept = placements(topo, pods, strict=False, previous=previous)
