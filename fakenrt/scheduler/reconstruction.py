@@ -499,10 +499,10 @@ def placements(
     unplaced: list[str] = []
     unaccounted: list[str] = []
     problems: list[str] = []
-    live = True
+    terminals = 0
     for pod in pods:
         if pod.terminal:
-            live = False
+            terminals += 1
             continue
         key = pod.spec.key
         part = known.get(key)
@@ -527,8 +527,8 @@ def placements(
         problems=tuple(problems),
         unaccounted=tuple(unaccounted),
         parts=parts,
-        whole=len(parts) == len(sources) + len(unplaced),
-        live=live,
+        whole=len(parts) == len(pods) - terminals,
+        live=not terminals,
     )
 
 
@@ -541,7 +541,7 @@ def _updated(
     every memory block is a one-zone block (a part with a group over several zones is never
     kept), all equal on their zone, so their order on it does not matter. None when a
     changed pod's part cannot be kept (a memory group over several zones, an unusable
-    annotation): the caller reads the pods in order instead.
+    annotation) or two pods have one key: the caller reads the pods in order instead.
 
     The fingerprints computed for ``previous`` are kept when the pods are the same ones,
     none terminal, each still holding exclusive resources or not as before (only their
@@ -554,10 +554,11 @@ def _updated(
     unaccounted: list[str] = []
     came: list[Placement] = []
     same = previous.live
-    live = True
+    terminals = 0
     for pod in pods:
         if pod.terminal:
-            live = same = False
+            terminals += 1
+            same = False
             continue
         key = pod.spec.key
         before = part = known.get(key)
@@ -577,6 +578,8 @@ def _updated(
             sources[key] = part.source
         if part.unaccounted:
             unaccounted.append(key)
+    if len(parts) != len(pods) - terminals:
+        return None  # two pods of one key
     for key, part in known.items():
         if part.placement is not None and parts.get(key) is not part:
             ledger.credit(part.placement)
@@ -591,7 +594,7 @@ def _updated(
         prints=dict(previous.prints) if same and len(parts) == len(known) else {},
         parts=parts,
         whole=True,
-        live=live,
+        live=not terminals,
     )
 
 

@@ -109,6 +109,11 @@ STEPS = st.lists(
     method=None,
     published=["other", "before"] * 4,
 )
+@example(  # a terminal pod comes: the fingerprint counting it is another one
+    steps=[[(0, 0, 1)], [(1, 3, 1)]],
+    method=None,
+    published=["other", "all"] * 4,
+)
 @given(
     steps=STEPS,
     method=st.sampled_from([None, METHOD_WITH_EXCLUSIVE_RESOURCES]),
@@ -146,3 +151,15 @@ def test_placements_from_the_ones_before_are_the_placements_from_scratch(
         exact = reconstruct_with(topo, fresh, pods).nrt_exact
         assert reconstruct_with(topo, kept, pods).nrt_exact == exact
         previous = kept
+
+
+def test_a_pod_given_twice_is_read_twice_as_from_scratch() -> None:
+    """Two entries of one pod (the same value, or two values of one key) are not a change
+    to update by: both are read, as from scratch."""
+    topo = BASE.with_available({}, fingerprint=None)
+    one = node_pod("p0", 1, 1)
+    other = node_pod("p0", 1, 2)
+    for before, pods in (((one,), (one, one)), ((one,), (one, other)), ((one, one), (one,))):
+        previous = placements(topo, before, strict=False)
+        kept = placements(topo, pods, strict=False, previous=previous)
+        assert comparable(kept) == comparable(placements(topo, pods, strict=False))
