@@ -114,7 +114,9 @@ class NodeBooks:
         the node's books before; when they were built on an NRT with the same static part,
         the pods' placements are taken from them - all of them when built from the very
         same ``pods`` (only NRT ``available`` or its fingerprint changed), else those of
-        the pods that did not change (:func:`placements`)."""
+        the pods that did not change (:func:`placements`); the whole-node requests are
+        updated by the pods that changed (:func:`_resummed`)."""
+        summed: Mapping[str, Decimal]
         if previous is None:
             summed = _summed(pods)
         elif previous.seen is pods:
