@@ -1,7 +1,8 @@
 """A node-scoped pod cache fed by list + watch (field selector ``spec.nodeName``).
 
 Holds :class:`PodView` values only. ``run()`` lists, then watches from the list's
-resourceVersion, relists on 410 Gone and backs off with jitter on failures; every change
+resourceVersion, relists on 410 Gone and backs off with jitter on failures
+(``exporter.listwatch``); every change
 calls ``on_change`` so the reconciler wakes up, and bumps ``generation`` (an unchanged
 generation means an unchanged cache: the reconciler's cheap steady-state test).
 ``connected`` says whether the API server answered the last list or watch; ``synced``
@@ -18,19 +19,10 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
-from exporter.kubeerrors import ApiError, Gone
+from exporter.listwatch import Interruptible, Listed, ListWatch
 from exporter.pods import PodObjectError, PodView, pod_view
 
 log = logging.getLogger(__name__)
-
-INITIAL_BACKOFF_S = 0.2
-MAX_BACKOFF_S = 5.0
-
-
-class Interruptible(Protocol):
-    """An open watch another thread can end (``exporter.kubeclient.WatchStream``)."""
-
-    def shutdown(self) -> None: ...
 
 
 class PodSource(Protocol):
@@ -80,16 +72,24 @@ class PodCache:
         self.node_name = node_name
         self._on_change = on_change
         self._on_connection = on_connection
-        self._rng = rng or random.Random()
         self._lock = threading.Lock()
         self._pods: dict[str, PodView] = {}
         #: incremented (under the lock) by every change to the cached pods
         self.generation = 0
         self.synced = threading.Event()
         self.connected = False
-        #: the watch open now, ended by ``interrupt()``
-        self._watch: Interruptible | None = None
-        self._interrupted = False
+        self._loop = ListWatch(
+            "pod",
+            log,
+            list_=self._list,
+            watch=lambda version, on_open: source.watch_node_pods(
+                node_name, version, on_open=on_open
+            ),
+            on_list=self.replace,
+            on_event=self._event,
+            on_connection=self._set_connected,
+            rng=rng,
+        )
 
     # -- reads ----------------------------------------------------------------------
     def snapshot(self) -> Mapping[str, PodView]:
@@ -181,63 +181,23 @@ class PodCache:
         self.connected = ok
         self._on_connection(ok)
 
-    def _opened(self, watch: Interruptible) -> None:
-        with self._lock:
-            self._watch = watch
-            interrupted = self._interrupted
-        if interrupted:  # stopped while this watch was being opened
-            watch.shutdown()
+    def _list(self) -> Listed:
+        first, self._first_list = self._first_list, None
+        if first is not None:
+            return first()
+        return self._source.list_node_pods(self.node_name)
+
+    def _event(self, kind: str, obj: dict[str, Any]) -> None:
+        if kind in ("ADDED", "MODIFIED"):
+            self.upsert(obj)
+        elif kind == "DELETED":
+            self.delete(obj)
 
     def interrupt(self) -> None:
-        """End the open watch, and any opened later, now (a stopping daemon must not wait
-        for the server to end it): ``run`` then sees its stop event set and returns."""
-        with self._lock:
-            self._interrupted = True
-            watch = self._watch
-        if watch is not None:
-            watch.shutdown()
+        """End the open watch, and any opened later, now: ``run`` then sees its stop
+        event set and returns."""
+        self._loop.interrupt()
 
     def run(self, stop: threading.Event) -> None:
-        """List and watch until ``stop`` is set."""
-        backoff = INITIAL_BACKOFF_S
-        failing = False  # log an outage once, not once per retry
-        while not stop.is_set():
-            try:
-                first, self._first_list = self._first_list, None
-                if first is not None:
-                    version, items = first()
-                else:
-                    version, items = self._source.list_node_pods(self.node_name)
-                self.replace(items)
-                self._set_connected(True)
-                backoff = INITIAL_BACKOFF_S
-                failing = False
-                while not stop.is_set():
-                    for kind, obj in self._source.watch_node_pods(
-                        self.node_name, version, on_open=self._opened
-                    ):
-                        if stop.is_set():
-                            return
-                        meta = obj.get("metadata") or {}
-                        version = str(meta.get("resourceVersion") or version)
-                        if kind in ("ADDED", "MODIFIED"):
-                            self.upsert(obj)
-                        elif kind == "DELETED":
-                            self.delete(obj)
-                    self._set_connected(True)
-            except Gone:
-                log.info("watch expired, listing again")
-                continue
-            except ApiError as exc:
-                if stop.is_set():  # the watch was interrupted to stop
-                    return
-                level = logging.DEBUG if failing else logging.WARNING
-                log.log(level, "pod list/watch failed", extra={"error": str(exc)})
-            except Exception:  # a bug must not end the thread and leave a frozen cache
-                log.exception("pod list/watch failed unexpectedly")
-            else:
-                return  # the watch loop ends only when stop is set
-            failing = True
-            self._set_connected(False)
-            stop.wait(backoff * (0.5 + self._rng.random()))
-            backoff = min(MAX_BACKOFF_S, backoff * 2)
+        """List and watch until ``stop`` is set (``exporter.listwatch``)."""
+        self._loop.run(stop)

@@ -4,12 +4,12 @@ the exporter needs to place a DRA device (``exporter.dra_numa``).
 Only slices naming this node are read: the API server filters on ``spec.nodeName`` (a
 field ResourceSlices support for this purpose), and RBAC grants list/watch of slices,
 nothing else of DRA. ``run()`` lists, then watches from the list's resourceVersion,
-relists on 410 Gone, backs off with jitter on failures and retries slowly when the API
-server does not serve ``resource.k8s.io/v1`` (a cluster without DRA: no DRA device is
-ever placed, nothing else changes) or refuses the list (an install without the DRA
-rule of manifests/exporter/rbac.yaml: logged once, as an error naming the fix). Every
-change bumps ``generation`` and calls ``on_change``; the index (device -> attributes) is
-rebuilt lazily once per generation.
+relists on 410 Gone, backs off with jitter on failures (``exporter.listwatch``) and
+retries slowly when the API server does not serve ``resource.k8s.io/v1`` (a cluster
+without DRA: no DRA device is ever placed, nothing else changes) or refuses the list (an
+install without the DRA rule of manifests/exporter/rbac.yaml: logged once, as an error
+naming the fix). Every change bumps ``generation`` and calls ``on_change``; the index
+(device -> attributes) is rebuilt lazily once per generation.
 At most :data:`MAX_SLICES` slices are kept: a node's drivers publish a few, so more is a
 misbehaving writer, not a reason to grow without bound.
 """
@@ -23,19 +23,14 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 from exporter.dra_numa import DeviceKey, DeviceNuma, PciNuma, index_slices, resolve
-from exporter.kubeerrors import ApiError, Forbidden, Gone, NotFound
+from exporter.kubeerrors import ApiError, Forbidden, NotFound
+from exporter.listwatch import Interruptible, ListWatch
 from exporter.resources import ClaimDevice
 
 log = logging.getLogger(__name__)
 
-INITIAL_BACKOFF_S = 0.2
-MAX_BACKOFF_S = 5.0
 NOT_SERVED_RETRY_S = 60.0
 MAX_SLICES = 4096
-
-
-class Interruptible(Protocol):
-    def shutdown(self) -> None: ...
 
 
 class SliceSource(Protocol):
@@ -62,13 +57,22 @@ class SliceCache:
         self._source = source
         self.node_name = node_name
         self._on_change = on_change
-        self._rng = rng or random.Random()
         self._lock = threading.Lock()
         self._slices: dict[str, Mapping[str, Any]] = {}
         self._index: dict[DeviceKey, dict[str, Any] | None] = {}
         self._indexed = -1
-        self._watch: Interruptible | None = None
-        self._interrupted = False
+        self._loop = ListWatch(
+            "ResourceSlice",
+            log,
+            list_=lambda: source.list_node_slices(node_name),
+            watch=lambda version, on_open: source.watch_node_slices(
+                node_name, version, on_open=on_open
+            ),
+            on_list=self._listed,
+            on_event=self._event,
+            on_error=self._refused,
+            rng=rng,
+        )
         #: bumped on every change of the slices held
         self.generation = 0
         #: the API server serves resource.k8s.io/v1 (None: not asked yet)
@@ -131,75 +135,42 @@ class SliceCache:
         )
 
     # -- the loop -------------------------------------------------------------------
-    def _opened(self, watch: Interruptible) -> None:
-        with self._lock:
-            self._watch = watch
-            interrupted = self._interrupted
-        if interrupted:
-            watch.shutdown()
+    def _listed(self, items: list[dict[str, Any]]) -> None:
+        self.served = True
+        self.forbidden = False
+        self.replace(items)
+        self.synced.set()
+
+    def _event(self, kind: str, obj: dict[str, Any]) -> None:
+        if kind in ("ADDED", "MODIFIED"):
+            self.upsert(obj)
+        elif kind == "DELETED":
+            self.delete(obj)
+
+    def _refused(self, exc: ApiError) -> float | None:
+        """A cluster without DRA, or an install without the DRA rule: said once, then
+        asked again slowly; any other error is a failure to back off from."""
+        if isinstance(exc, NotFound):
+            if self.served is not False:
+                log.info("resource.k8s.io/v1 is not served: no DRA device will be placed")
+            self.served = False
+        elif isinstance(exc, Forbidden):
+            if not self.forbidden:
+                log.error(
+                    "may not list ResourceSlices: no DRA device will be placed until the "
+                    "exporter's ClusterRole grants list/watch of resourceslices "
+                    "(manifests/exporter/rbac.yaml)",
+                    extra={"error": str(exc)},
+                )
+            self.forbidden = True
+        else:
+            return None
+        self.synced.set()
+        return NOT_SERVED_RETRY_S
 
     def interrupt(self) -> None:
-        with self._lock:
-            self._interrupted = True
-            watch = self._watch
-        if watch is not None:
-            watch.shutdown()
+        self._loop.interrupt()
 
     def run(self, stop: threading.Event) -> None:
-        """List and watch until ``stop`` is set."""
-        backoff = INITIAL_BACKOFF_S
-        failing = False
-        while not stop.is_set():
-            try:
-                version, items = self._source.list_node_slices(self.node_name)
-                self.served = True
-                self.forbidden = False
-                self.replace(items)
-                self.synced.set()
-                backoff = INITIAL_BACKOFF_S
-                failing = False
-                while not stop.is_set():
-                    for kind, obj in self._source.watch_node_slices(
-                        self.node_name, version, on_open=self._opened
-                    ):
-                        if stop.is_set():
-                            return
-                        version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
-                        if kind in ("ADDED", "MODIFIED"):
-                            self.upsert(obj)
-                        elif kind == "DELETED":
-                            self.delete(obj)
-            except Gone:
-                log.info("ResourceSlice watch expired, listing again")
-                continue
-            except NotFound:
-                if self.served is not False:
-                    log.info("resource.k8s.io/v1 is not served: no DRA device will be placed")
-                self.served = False
-                self.synced.set()
-                stop.wait(NOT_SERVED_RETRY_S)
-                continue
-            except Forbidden as exc:
-                if not self.forbidden:
-                    log.error(
-                        "may not list ResourceSlices: no DRA device will be placed until the "
-                        "exporter's ClusterRole grants list/watch of resourceslices "
-                        "(manifests/exporter/rbac.yaml)",
-                        extra={"error": str(exc)},
-                    )
-                self.forbidden = True
-                self.synced.set()
-                stop.wait(NOT_SERVED_RETRY_S)
-                continue
-            except ApiError as exc:
-                if stop.is_set():
-                    return
-                level = logging.DEBUG if failing else logging.WARNING
-                log.log(level, "ResourceSlice list/watch failed", extra={"error": str(exc)})
-            except Exception:
-                log.exception("ResourceSlice list/watch failed unexpectedly")
-            else:
-                return
-            failing = True
-            stop.wait(backoff * (0.5 + self._rng.random()))
-            backoff = min(MAX_BACKOFF_S, backoff * 2)
+        """List and watch until ``stop`` is set (``exporter.listwatch``)."""
+        self._loop.run(stop)

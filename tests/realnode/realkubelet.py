@@ -109,6 +109,12 @@ class RealKubeletNode:
             self._client = kube_client(self.kubeconfig, component="numa-testkit-oracle")
         return self._client.get(path(*parts), **query)
 
+    def close(self) -> None:
+        """Close the Kubernetes client's connections (``api_get`` opens it again)."""
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
     def node_exec(self, *command: str, stdin: str | None = None) -> str:
         flags = ["-i"] if stdin is not None else []
         return _run(["docker", "exec", *flags, self.node, *command], stdin, 120)
@@ -418,6 +424,7 @@ def _has_sa(real: RealKubeletNode) -> bool:
 def delete(nodes: Sequence[RealKubeletNode]) -> None:
     """Delete the cluster of ``nodes`` (and their socket symlinks)."""
     for real in nodes:
+        real.close()
         real.socket.unlink(missing_ok=True)
     subprocess.run(
         [str(nodes[0].kind), "delete", "cluster", "--name", nodes[0].cluster],
