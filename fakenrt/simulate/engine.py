@@ -724,12 +724,16 @@ class Simulation:
         return self.truth[name]
 
     def _count_staleness(self, now: float) -> None:
-        self.rec.nrt_reads += len(self.names)
+        rec = self.rec
+        rec.nrt_reads += len(self.names)
+        # Summed in the same order as one addition per node (floats: the order counts).
+        total, top = rec.stale_age_sum, rec.stale_age_max
         for since in self.stale_since.values():
             age = now - since
-            self.rec.stale_reads += 1
-            self.rec.stale_age_sum += age
-            self.rec.stale_age_max = max(self.rec.stale_age_max, age)
+            total += age
+            top = max(top, age)
+        rec.stale_reads += len(self.stale_since)
+        rec.stale_age_sum, rec.stale_age_max = total, top
 
     # ---- the scheduler's view of bound pods ------------------------------------------
 
