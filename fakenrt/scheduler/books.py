@@ -43,6 +43,43 @@ def _requests(pod: NodePod) -> Mapping[str, Decimal]:
     return pod.requests if pod.requests is not None else effective_requests(pod.spec)
 
 
+def _summed(pods: Sequence[NodePod]) -> dict[str, Decimal]:
+    """The pods' whole-node requests, by resource (every resource some pod requests)."""
+    total: dict[str, Decimal] = {}
+    for p in pods:
+        for name, value in _requests(p).items():
+            total[name] = total.get(name, Decimal(0)) + value
+    return total
+
+
+def _resummed(
+    summed: Mapping[str, Decimal], before: Sequence[NodePod], pods: Sequence[NodePod]
+) -> dict[str, Decimal]:
+    """:func:`_summed` of ``pods`` from ``summed``, that of ``before``: the requests of the
+    pods that left (values of ``before`` not in ``pods``) taken out, of those that came
+    added. Equal to the sum from scratch (the quantities are exact decimals); a resource
+    whose total drops to zero stays only while some pod requests it."""
+    after = {id(p) for p in pods}
+    earlier = {id(p) for p in before}
+    total = dict(summed)
+    emptied = False
+    for p in before:
+        if id(p) not in after:
+            for name, value in _requests(p).items():
+                left = total[name] - value
+                total[name] = left
+                emptied = emptied or not left
+    for p in pods:
+        if id(p) not in earlier:
+            for name, value in _requests(p).items():
+                total[name] = total.get(name, Decimal(0)) + value
+    if emptied:
+        for name in [n for n, v in total.items() if not v]:
+            if not any(name in _requests(p) for p in pods):
+                del total[name]
+    return total
+
+
 @dataclass
 class NodeBooks:
     """The books of one node (see the module docstring). ``ledger`` is None when the node
@@ -77,15 +114,15 @@ class NodeBooks:
         the node's books before; when they were built on an NRT with the same static part,
         the pods' placements are taken from them - all of them when built from the very
         same ``pods`` (only NRT ``available`` or its fingerprint changed), else those of
-        the pods that did not change (:func:`placements`)."""
-        if previous is not None and previous.seen is pods:
+        the pods that did not change (:func:`placements`); the whole-node requests are
+        updated by the pods that changed (:func:`_resummed`)."""
+        summed: Mapping[str, Decimal]
+        if previous is None:
+            summed = _summed(pods)
+        elif previous.seen is pods:
             summed = previous.summed  # the same pods: the same requests
         else:
-            total: dict[str, Decimal] = {}
-            for p in pods:
-                for name, value in _requests(p).items():
-                    total[name] = total.get(name, Decimal(0)) + value
-            summed = total
+            summed = _resummed(previous.summed, previous.seen, pods)
         ledger: ZoneLedger | None = None
         unplaced: tuple[str, ...] = ()
         problems: tuple[str, ...] = ()

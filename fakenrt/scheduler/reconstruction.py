@@ -469,6 +469,11 @@ class Placements:
     prints: dict[str, tuple[str, str] | None] = field(default_factory=dict)
     #: pod key -> its part, for the pods whose part may be kept (see :class:`_Part`).
     parts: Mapping[str, _Part] = field(default_factory=dict)
+    #: Every non-terminal pod's part is in ``parts``: ``ledger`` is ``allocatable`` less
+    #: their placements, each of one-zone blocks only, in any order (see :func:`_updated`).
+    whole: bool = False
+    #: No pod it was read from is terminal.
+    live: bool = False
 
 
 def placements(
@@ -481,7 +486,12 @@ def placements(
     """The zones' use by ``pods`` from their annotations (see :func:`reconstruct`).
     ``previous``: the placements of the node's pods before on an NRT with the same static
     part; the parts of the pods that are still the same values are taken from it (a
-    changed node's books re-read only its changed pods)."""
+    changed node's books re-read only its changed pods), and when every part of it was
+    kept, its ledger is updated by the pods that changed (:func:`_updated`)."""
+    if previous is not None and previous.whole:
+        updated = _updated(topology, pods, previous, strict=strict)
+        if updated is not None:
+            return updated
     ledger = ZoneLedger(topology, {z.id: z.allocatable for z in topology.zones})
     known = previous.parts if previous is not None else {}
     parts: dict[str, _Part] = {}
@@ -489,8 +499,10 @@ def placements(
     unplaced: list[str] = []
     unaccounted: list[str] = []
     problems: list[str] = []
+    terminals = 0
     for pod in pods:
         if pod.terminal:
+            terminals += 1
             continue
         key = pod.spec.key
         part = known.get(key)
@@ -515,6 +527,74 @@ def placements(
         problems=tuple(problems),
         unaccounted=tuple(unaccounted),
         parts=parts,
+        whole=len(parts) == len(pods) - terminals,
+        live=not terminals,
+    )
+
+
+def _updated(
+    topology: NumaTopology, pods: Sequence[NodePod], previous: Placements, *, strict: bool
+) -> Placements | None:
+    """The placements of ``pods`` as ``previous`` (:attr:`Placements.whole`) updated by the
+    pods that changed: the placement of each pod that left or changed is credited back, of
+    each pod that came or changed charged. Exact: the free amounts are integer sums, and
+    every memory block is a one-zone block (a part with a group over several zones is never
+    kept), all equal on their zone, so their order on it does not matter. None when a
+    changed pod's part cannot be kept (a memory group over several zones, an unusable
+    annotation) or two pods have one key: the caller reads the pods in order instead.
+
+    The fingerprints computed for ``previous`` are kept when the pods are the same ones,
+    none terminal, each still holding exclusive resources or not as before (only their
+    annotations changed): a fingerprint covers pods by namespace and name."""
+    known = previous.parts
+    ledger = previous.ledger.copy()
+    parts: dict[str, _Part] = {}
+    sources: dict[str, str] = {}
+    unplaced: list[str] = []
+    unaccounted: list[str] = []
+    came: list[Placement] = []
+    same = previous.live
+    terminals = 0
+    for pod in pods:
+        if pod.terminal:
+            terminals += 1
+            same = False
+            continue
+        key = pod.spec.key
+        before = part = known.get(key)
+        if part is None or part.pod is not pod:
+            problems: list[str] = []
+            part, keep = _read(pod, topology, ledger.available, strict=strict, problems=problems)
+            if not keep:
+                return None
+            if part.placement is not None:
+                came.append(part.placement)
+            same = same and before is not None and before.exclusive == part.exclusive
+        parts[key] = part
+        if part.placement is None:
+            unplaced.append(key)
+        else:
+            assert part.source is not None
+            sources[key] = part.source
+        if part.unaccounted:
+            unaccounted.append(key)
+    if len(parts) != len(pods) - terminals:
+        return None  # two pods of one key
+    for key, part in known.items():
+        if part.placement is not None and parts.get(key) is not part:
+            ledger.credit(part.placement)
+    for placement in came:
+        ledger.charge(placement)
+    return Placements(
+        ledger=ledger,
+        sources=sources,
+        unplaced=tuple(unplaced),
+        problems=(),
+        unaccounted=tuple(unaccounted),
+        prints=dict(previous.prints) if same and len(parts) == len(known) else {},
+        parts=parts,
+        whole=True,
+        live=not terminals,
     )
 
 

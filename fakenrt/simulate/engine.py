@@ -208,6 +208,8 @@ class Simulation:
         #: reference the tests compare with; results are identical).
         self.shortcuts = shortcuts
         self.strategy = strategy
+        #: ``strategy.reads_lagged_nrt``, read every cycle.
+        self.reads_lagged_nrt = strategy.reads_lagged_nrt
         self.settings = s = scenario.settings
         self.progress = progress
         self.horizon = scenario.horizon
@@ -519,7 +521,7 @@ class Simulation:
         if not (ready or parked):
             return True
         self.rec.cycles += 1
-        if self.strategy.reads_lagged_nrt:
+        if self.reads_lagged_nrt:
             self._count_staleness(now)
         if not ready and self._still_nowhere(parked):
             # Nothing changed since these shapes last fitted nowhere: the cycle would try
@@ -722,12 +724,16 @@ class Simulation:
         return self.truth[name]
 
     def _count_staleness(self, now: float) -> None:
-        self.rec.nrt_reads += len(self.names)
+        rec = self.rec
+        rec.nrt_reads += len(self.names)
+        # Summed in the same order as one addition per node (floats: the order counts).
+        total, top = rec.stale_age_sum, rec.stale_age_max
         for since in self.stale_since.values():
             age = now - since
-            self.rec.stale_reads += 1
-            self.rec.stale_age_sum += age
-            self.rec.stale_age_max = max(self.rec.stale_age_max, age)
+            total += age
+            top = max(top, age)
+        rec.stale_reads += len(self.stale_since)
+        rec.stale_age_sum, rec.stale_age_max = total, top
 
     # ---- the scheduler's view of bound pods ------------------------------------------
 
@@ -745,13 +751,18 @@ class Simulation:
         if kept is not None and kept.spec.annotations == annotations:
             return
         spec = replace(record.spec, node_name=record.node, annotations=annotations)
-        requests = self._requests.get(record.shape)
-        if requests is None:
-            requests = self._requests[record.shape] = effective_requests(record.spec)
         self.members[record.node][record.key] = NodePod(
-            spec=spec, phase=record.phase, requests=requests
+            spec=spec, phase=record.phase, requests=self._shape_requests(record.shape, record.spec)
         )
         self._touch(record.node)
+
+    def _shape_requests(self, shape: str, spec: PodSpec) -> Mapping[str, Decimal]:
+        """The effective requests of a pod of ``shape`` (``spec``: one of them), the same
+        for every pod of the shape."""
+        requests = self._requests.get(shape)
+        if requests is None:
+            requests = self._requests[shape] = effective_requests(spec)
+        return requests
 
     def _drop_member(self, record: PodRecord) -> None:
         self.members[record.node].pop(record.key, None)
@@ -902,7 +913,7 @@ class Simulation:
         )
         self._view_changed(name)
         model = self.fleet.nodes[name]
-        if self.strategy.reads_lagged_nrt and model.published == model.snapshot():
+        if self.reads_lagged_nrt and model.published == model.snapshot():
             self.stale_since.pop(name, None)
 
     def _served(self, effect: ServePodResources) -> None:
@@ -996,12 +1007,13 @@ class Simulation:
         if known is None:
             requested: dict[str, Decimal] = {}
             for pod in self.members[name].values():
-                for res, value in effective_requests(pod.spec).items():
+                assert pod.requests is not None  # members carry theirs (_set_member)
+                for res, value in pod.requests.items():
                     requested[res] = requested.get(res, Decimal(0)) + value
             allocatable = self.allocatable[name]
             whole = all(
                 value <= allocatable.get(res, Decimal(0)) - requested.get(res, Decimal(0))
-                for res, value in effective_requests(spec).items()
+                for res, value in self._shape_requests(shape, spec).items()
             )
             known = (
                 whole

@@ -32,7 +32,7 @@ class Batch(Generic[R]):
     verified: int | None = None
 
     def size(self) -> int:
-        return sum(len(members) for members in self.shapes.values())
+        return sum(map(len, self.shapes.values()))
 
 
 class ParkingLot(Generic[R]):

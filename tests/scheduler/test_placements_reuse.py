@@ -1,15 +1,16 @@
-"""A node's placements rebuilt from the ones before (each unchanged pod's part kept) are
+"""A node's placements rebuilt from the ones before (each unchanged pod's part kept, and
+when every part was kept the ledger updated by the pods that left, came or changed) are
 exactly the placements read from scratch (hypothesis): the ledger with its memory blocks
-in charge order, sources, unplaced, problems, unaccounted pods and the fingerprint's
-verdict - while pods come, go and change annotations, with memory groups over several
-zones (spread by what earlier pods left free, so never kept), unusable annotations and
-terminal pods among them."""
+in charge order, sources, unplaced, problems, unaccounted pods, whether every part was
+kept and the fingerprint's verdict - while pods come, go and change annotations, with
+memory groups over several zones (spread by what earlier pods left free, so never kept),
+unusable annotations and terminal pods among them."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from exporter.annotations import (
@@ -83,6 +84,7 @@ def comparable(placed: Placements) -> tuple[object, ...]:
         placed.unplaced,
         placed.problems,
         placed.unaccounted,
+        placed.whole,
     )
 
 
@@ -102,12 +104,29 @@ STEPS = st.lists(
 
 
 @settings(max_examples=200, deadline=None)
-@given(steps=STEPS, method=st.sampled_from([None, METHOD_WITH_EXCLUSIVE_RESOURCES]))
+@example(  # a terminal pod goes: the fingerprints that counted it go with it
+    steps=[[(0, 0, 1), (1, 3, 1)], [(1, 0, None)]],
+    method=None,
+    published=["other", "before"] * 4,
+)
+@example(  # a terminal pod comes: the fingerprint counting it is another one
+    steps=[[(0, 0, 1)], [(1, 3, 1)]],
+    method=None,
+    published=["other", "all"] * 4,
+)
+@given(
+    steps=STEPS,
+    method=st.sampled_from([None, METHOD_WITH_EXCLUSIVE_RESOURCES]),
+    published=st.lists(st.sampled_from(["other", "live", "all", "before"]), min_size=8, max_size=8),
+)
 def test_placements_from_the_ones_before_are_the_placements_from_scratch(
-    steps: list[list[tuple[int, int, int | None]]], method: str | None
+    steps: list[list[tuple[int, int, int | None]]], method: str | None, published: list[str]
 ) -> None:
+    """``published``: each step's NRT fingerprint - of other pods, of the live pods, of
+    all pods (terminal ones counted), of all the pods of the step before (NRT lags)."""
     on_node: dict[str, NodePod] = {}
     previous: Placements | None = None
+    before: list[tuple[str, str]] = []
     for n, changes in enumerate(steps):
         for index, kind, which in changes:
             name = f"p{index}"
@@ -116,9 +135,15 @@ def test_placements_from_the_ones_before_are_the_placements_from_scratch(
             else:
                 on_node[name] = node_pod(name, kind, which)
         pods = tuple(on_node.values())
-        names = [(p.spec.namespace, p.spec.name) for p in pods if not p.terminal]
+        every = [(p.spec.namespace, p.spec.name) for p in pods]
+        names = {
+            "live": [(p.spec.namespace, p.spec.name) for p in pods if not p.terminal],
+            "all": every,
+            "before": before,
+        }.get(published[n])
+        before = every
         topo = replace(BASE, fingerprint_method=method).with_available(
-            {0: {"cpu": 3}}, fingerprint=fingerprint(names) if n % 2 else "other"
+            {0: {"cpu": 3}}, fingerprint="other" if names is None else fingerprint(names)
         )
         fresh = placements(topo, pods, strict=False)
         kept = placements(topo, pods, strict=False, previous=previous)
@@ -126,3 +151,15 @@ def test_placements_from_the_ones_before_are_the_placements_from_scratch(
         exact = reconstruct_with(topo, fresh, pods).nrt_exact
         assert reconstruct_with(topo, kept, pods).nrt_exact == exact
         previous = kept
+
+
+def test_a_pod_given_twice_is_read_twice_as_from_scratch() -> None:
+    """Two entries of one pod (the same value, or two values of one key) are not a change
+    to update by: both are read, as from scratch."""
+    topo = BASE.with_available({}, fingerprint=None)
+    one = node_pod("p0", 1, 1)
+    other = node_pod("p0", 1, 2)
+    for before, pods in (((one,), (one, one)), ((one,), (one, other)), ((one, one), (one,))):
+        previous = placements(topo, before, strict=False)
+        kept = placements(topo, pods, strict=False, previous=previous)
+        assert comparable(kept) == comparable(placements(topo, pods, strict=False))
