@@ -32,6 +32,9 @@ class PodSnapshot:
     reason: str = ""
     #: Creation order key (creation timestamp, then name): pending pods go in this order.
     created: str = ""
+    #: ``status.startTime`` is set: the kubelet admitted the pod
+    #: (:mod:`fakenrt.scheduler.admission_order`).
+    started: bool = False
 
     @property
     def terminal(self) -> bool:

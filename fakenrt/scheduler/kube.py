@@ -134,6 +134,7 @@ class KubeCluster:
                     ),
                     reason=str(status.get("reason") or ""),
                     created=str(meta.get("creationTimestamp") or ""),
+                    started=bool(status.get("startTime")),
                 )
             )
         return ClusterSnapshot(nodes=tuple(nodes), pods=tuple(pods))

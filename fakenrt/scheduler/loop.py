@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from exporter.kubeerrors import ApiError, NotFound
+from fakenrt.scheduler.admission_order import AdmissionQueues
 from fakenrt.scheduler.backoff import Backoff
 from fakenrt.scheduler.cluster import ClusterSnapshot, PodSnapshot
 from fakenrt.scheduler.cycle import SchedulingCycle
@@ -103,6 +104,7 @@ class Scheduler:
         snapshot = self.cluster.snapshot()
         errors = self._watch_failures(snapshot)
         cycle = SchedulingCycle(snapshot, self.plugin)
+        queues = AdmissionQueues(snapshot.pods)
         pending = snapshot.pending(self.scheduler_name)
         keys = {p.key for p in pending}
         self.backoff.keep_only(keys)
@@ -116,7 +118,7 @@ class Scheduler:
             if not self.backoff.ready(pod.key, now):
                 deferred.append(pod.key)
                 continue
-            decision = cycle.schedule(pod.spec)
+            decision = cycle.schedule(pod.spec, zones_barred=queues.barred(pod))
             for category in decision.categories.values():
                 self.metrics.filter_rejections.labels(category).inc()
             if decision.node is None:
@@ -147,6 +149,8 @@ class Scheduler:
             self.metrics.bind_latency.observe(max(self.clock() - self._first_seen.pop(pod.key), 0))
             self.backoff.forget(pod.key)
             bound[pod.key] = decision.node
+            if not decision.placement.empty:
+                queues.bound(decision.node, pod)
             log.info(
                 "bound %s to %s zones=%s scores=%s",
                 pod.key,

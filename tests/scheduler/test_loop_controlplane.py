@@ -214,10 +214,24 @@ def test_observed_placement_steers_the_next_pod(env: Env) -> None:
     assert [z.numa_id for z in placement] == [1]
 
 
+def _second_start() -> None:
+    """Wait for the start of the next wall-clock second (the API server's clock)."""
+    time.sleep(1.02 - time.time() % 1)
+
+
+def _created(env: Env, name: str) -> str:
+    return str(env.read(name).metadata.creation_timestamp)
+
+
 def test_in_cycle_reservation_places_exactly_two_of_three(env: Env) -> None:
     node = env.node("n", [{"capacity": {"cpu": 4, "memory": 16 * GI}}] * 2)
-    for name, cores in (("a", 3), ("b", 3), ("c", 2)):
-        env.pod(name, cpu=cores)  # same-second creations are ordered by name: a, b, c
+    # b is created in a later second than a: the kubelet admits them in bind order
+    # whatever it sees at once (fakenrt.scheduler.admission_order).
+    env.pod("a", cpu=3)
+    _second_start()
+    for name, cores in (("b", 3), ("c", 2)):
+        env.pod(name, cpu=cores)
+    assert _created(env, "a") < _created(env, "b")
     report = env.scheduler().run_cycle()
     ns = env.namespace
     assert report.bound == {f"{ns}/a": node, f"{ns}/b": node}
@@ -235,6 +249,61 @@ def test_in_cycle_reservation_places_exactly_two_of_three(env: Env) -> None:
     again = env.scheduler().run_cycle()
     assert again.bound == {}
     assert list(again.unschedulable) == [f"{ns}/c"]
+
+
+def test_a_pod_created_in_the_second_of_one_awaiting_admission_waits_for_it(env: Env) -> None:
+    """The kubelet admits pods it sees at once by creation second, ties in no fixed
+    order: a pod of a's second may hold zones on a's node only once a is admitted."""
+    node = env.node("n", [{"capacity": {"cpu": 4, "memory": 16 * GI}}] * 2)
+    ns = env.namespace
+    _second_start()
+    env.pod("a", cpu=3)
+    env.pod("b", cpu=3)
+    assert _created(env, "a") == _created(env, "b")
+    sched = env.scheduler()
+    first = sched.run_cycle()
+    assert first.bound == {f"{ns}/a": node}
+    assert first.unschedulable[f"{ns}/b"] == (
+        f"0/1 nodes are available: 1 admission order: pod {ns}/a on the node awaits "
+        "admission and was created in the same second or later; the kubelet admits such "
+        "pods in no fixed order."
+    )
+    assert env.metric("numa_scheduler_filter_rejections_total", reason="admission order") == 1
+    env.clock.now += 60
+    assert sched.run_cycle().bound == {}  # still awaiting admission
+    # The kubelet admits a: its status manager sets startTime.
+    env.core.patch_namespaced_pod_status("a", ns, {"status": {"startTime": "2026-01-01T00:00:00Z"}})
+    env.clock.now += 60
+    assert sched.run_cycle().bound == {f"{ns}/b": node}
+    zones = parse_placement(env.read("b").metadata.annotations[PREDICTED_PLACEMENT])
+    assert [z.numa_id for z in zones] == [1]
+
+
+def test_a_pod_that_holds_no_zones_is_not_kept_waiting(env: Env) -> None:
+    node = env.node("n", [{"capacity": {"cpu": 4, "memory": 16 * GI}}] * 2)
+    ns = env.namespace
+    _second_start()
+    env.pod("a", cpu=3)
+    env.core.create_namespaced_pod(
+        ns,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "shared"},
+            "spec": {
+                "schedulerName": env.scheduler_name,
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "registry.k8s.io/pause:3.9",
+                        "resources": {"requests": {"cpu": "500m"}},
+                    }
+                ],
+            },
+        },
+    )
+    assert _created(env, "a") == _created(env, "shared")
+    assert env.scheduler().run_cycle().bound == {f"{ns}/a": node, f"{ns}/shared": node}
 
 
 def test_fits_nowhere_is_never_bound_gets_an_event_and_backs_off(env: Env) -> None:
