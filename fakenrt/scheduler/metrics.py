@@ -18,7 +18,8 @@ class SchedulerMetrics:
         self.filter_rejections = Counter(
             "numa_scheduler_filter_rejections",
             "Nodes filtered out for a pod, by reason (single-numa-node, restricted, "
-            "memory manager, deferred, admission order, resources, node), among the nodes examined.",
+            "memory manager, deferred, admission order, resources, node), among the nodes "
+            "examined.",
             ["reason"],
             registry=registry,
         )
