@@ -24,7 +24,7 @@ burst on a node whose kubelet has not caught up, and none for pods that hold no 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from exporter.annotations import OBSERVED_PLACEMENT, PREDICTED_PLACEMENT
@@ -62,9 +62,10 @@ def awaits_admission(pod: PodSnapshot) -> bool:
 
 class AdmissionQueues:
     """Per node, the latest creation second of the pods awaiting admission there, kept up
-    to date through a cycle as it binds."""
+    to date through a cycle as it binds. Seconds are whole seconds since any epoch
+    (:func:`creation_second`; ``fakenrt simulate`` uses its simulated clock's)."""
 
-    def __init__(self, pods: Iterable[PodSnapshot]) -> None:
+    def __init__(self, pods: Iterable[PodSnapshot] = ()) -> None:
         self._latest: dict[str, tuple[float, str]] = {}
         for pod in pods:
             if awaits_admission(pod):
@@ -72,20 +73,35 @@ class AdmissionQueues:
 
     def bound(self, node: str, pod: PodSnapshot) -> None:
         """``pod`` was bound to ``node`` with a placement on its zones."""
-        second = creation_second(pod.created)
+        self.bound_at(node, creation_second(pod.created), pod.key)
+
+    def bound_at(self, node: str, second: float, key: str) -> None:
+        """Pod ``key``, created in ``second``, was bound to ``node`` holding zones."""
         kept = self._latest.get(node)
         if kept is None or second >= kept[0]:
-            self._latest[node] = (second, pod.key)
+            self._latest[node] = (second, key)
 
     def barred(self, pod: PodSnapshot) -> dict[str, str]:
         """node -> why ``pod`` may not hold zones there now (only the nodes where it may
         not)."""
-        second = creation_second(pod.created)
+        return self.barred_at(creation_second(pod.created))
+
+    def barred_at(self, second: float) -> dict[str, str]:
+        """The same for a pod created in ``second``."""
+        if not self._latest:
+            return {}
         return {
             node: _reason(key)
             for node, (latest, key) in self._latest.items()
             if second == _UNKNOWN or latest >= second
         }
+
+
+def only_barred(categories: Mapping[str, str]) -> bool:
+    """Whether a pod that fits nowhere fits on some node but for a bar: it is retried at
+    the next cycle, without the backoff of a pod that fits nowhere (the bar lifts when the
+    kubelet admits)."""
+    return CATEGORY in categories.values()
 
 
 def _reason(key: str) -> str:

@@ -171,9 +171,18 @@ class ClusterBooks:
             )
         return known
 
-    def schedule(self, pod: PodSpec, *, shape: str | None = None) -> Decision:
+    def schedule(
+        self,
+        pod: PodSpec,
+        *,
+        shape: str | None = None,
+        zones_barred: Mapping[str, str] | None = None,
+    ) -> Decision:
         """Pick a node for ``pod`` and assume it there. ``shape``: the pod's
-        :func:`~fakenrt.scheduler.books.pod_shape`, when the caller has it."""
+        :func:`~fakenrt.scheduler.books.pod_shape`, when the caller has it.
+        ``zones_barred``: node -> why the pod may not hold zones there now
+        (:mod:`~fakenrt.scheduler.admission_order`): when the best node is barred and the
+        pod would hold zones there, it waits (no node) rather than take a worse one."""
         shape = pod_shape(pod) if shape is None else shape
         if self.fits_nowhere(pod, shape):
             return Decision(pod_key=pod.key, node=None)
@@ -195,6 +204,15 @@ class ClusterBooks:
             return Decision(pod_key=pod.key, node=None)
         name = best[1]
         placement = self._charge(chosen[0], pod, shape, chosen[1].result)
+        if zones_barred and name in zones_barred and not placement.empty:
+            # The best node is barred: the pod waits for it rather than taking a worse one.
+            reason = zones_barred[name]
+            return Decision(
+                pod_key=pod.key,
+                node=None,
+                rejections={name: reason},
+                categories={name: reason.split(":", 1)[0]},
+            )
         decision = Decision(
             pod_key=pod.key,
             node=name,

@@ -136,13 +136,11 @@ class SchedulingCycle:
     ) -> Decision:
         """Pick a node for ``pod`` and assume it there (charge the books). ``shape``: the
         pod's :func:`~fakenrt.scheduler.books.pod_shape`, when the caller has it.
-        ``zones_barred``: node -> why the pod may not hold zones there now (it may still go
-        there when it holds none; :mod:`~fakenrt.scheduler.admission_order`); a cold cycle
-        only."""
+        ``zones_barred``: node -> why the pod may not hold zones there now
+        (:mod:`~fakenrt.scheduler.admission_order`): when the best node is barred and the
+        pod would hold zones there, it waits (no node) rather than take a worse one."""
         if self._kept is not None:
-            if zones_barred:
-                raise ValueError("a cycle over kept books takes no zones_barred")
-            return self._kept.schedule(pod, shape=shape)
+            return self._kept.schedule(pod, shape=shape, zones_barred=zones_barred)
         requests = effective_requests(pod)
         ordered = sorted(requests.items())
         shape = pod_shape(pod) if shape is None else shape
@@ -154,7 +152,6 @@ class SchedulingCycle:
         categories: dict[str, str] = {}
         best: tuple[int, str] | None = None
         chosen: tuple[_Node, Evaluation] | None = None
-        barred = False
         for entry in self._nodes:
             name = entry.node.name
             if self.reuse and best is not None and -self._bound(entry.node, pod, shape) >= best[0]:
@@ -168,11 +165,6 @@ class SchedulingCycle:
             if not known.fit:
                 rejections[name], categories[name] = known.reason()
                 continue
-            if zones_barred and name in zones_barred and self._holds_zones(entry, pod, known):
-                barred = True
-                rejections[name] = zones_barred[name]
-                categories[name] = zones_barred[name].split(":", 1)[0]
-                continue
             key = (-known.score, name)
             if best is None or key < best:
                 best, chosen = key, (entry, known)
@@ -180,13 +172,22 @@ class SchedulingCycle:
             decision = Decision(
                 pod_key=pod.key, node=None, rejections=rejections, categories=categories
             )
-            if not barred:  # a bar is this pod's, not its shape's
-                self._nowhere[shape] = (self._version, decision)
+            self._nowhere[shape] = (self._version, decision)
             return decision
         entry, known = chosen
         assert known.result is not None
         books = self._books(entry)
         placement = self.plugin.placement_to_charge(pod, books.node.nrt, books.ledger, known.result)
+        name = entry.node.name
+        if zones_barred and name in zones_barred and not placement.empty:
+            # The best node is barred: the pod waits for it rather than taking a worse one.
+            reason = zones_barred[name]
+            return Decision(
+                pod_key=pod.key,
+                node=None,
+                rejections={**rejections, name: reason},
+                categories={**categories, name: reason.split(":", 1)[0]},
+            )
         decision = Decision(
             pod_key=pod.key,
             node=entry.node.name,
@@ -198,13 +199,6 @@ class SchedulingCycle:
         )
         self._apply(decision, +1)
         return decision
-
-    def _holds_zones(self, entry: _Node, pod: PodSpec, known: Evaluation) -> bool:
-        """Whether ``pod`` would hold zones on the node of ``entry`` (it fits there)."""
-        assert known.result is not None
-        books = self._books(entry)
-        charge = self.plugin.placement_to_charge(pod, books.node.nrt, books.ledger, known.result)
-        return not charge.empty
 
     def _apply(self, decision: Decision, sign: int) -> None:
         if decision.node is None:

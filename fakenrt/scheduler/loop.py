@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from exporter.kubeerrors import ApiError, NotFound
-from fakenrt.scheduler.admission_order import AdmissionQueues
+from fakenrt.scheduler.admission_order import AdmissionQueues, only_barred
 from fakenrt.scheduler.backoff import Backoff
 from fakenrt.scheduler.cluster import ClusterSnapshot, PodSnapshot
 from fakenrt.scheduler.cycle import SchedulingCycle
@@ -123,7 +123,11 @@ class Scheduler:
                 self.metrics.filter_rejections.labels(category).inc()
             if decision.node is None:
                 self.metrics.unschedulable.inc()
-                delay = self.backoff.failed(pod.key, now)
+                if only_barred(decision.categories):
+                    self.backoff.forget(pod.key)  # retried next cycle: the bar is transient
+                    delay = 0.0
+                else:
+                    delay = self.backoff.failed(pod.key, now)
                 unschedulable[pod.key] = decision.message
                 log.info(
                     "pod %s fits nowhere (retry in %.1fs): %s", pod.key, delay, decision.message

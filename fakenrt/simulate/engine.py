@@ -21,6 +21,7 @@ The parts are the project's own cores, wired through simulated time:
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -53,6 +54,7 @@ from fakenrt.podresources_report import DeviceNuma, allocation_zones, device_num
 from fakenrt.podspec import PodSpec, effective_requests, pod_from_manifest, qos_class
 from fakenrt.profiles.model import NodeProfile
 from fakenrt.profiles.resources import node_allocatable
+from fakenrt.scheduler.admission_order import AdmissionQueues, only_barred
 from fakenrt.scheduler.backoff import Backoff
 from fakenrt.scheduler.cluster import ClusterSnapshot, NodeSnapshot
 from fakenrt.scheduler.clusterbooks import ClusterBooks
@@ -533,15 +535,22 @@ class Simulation:
         queue = [(_order(r), r) for r in ready]
         heapq.heapify(queue)
         self._unpark(parked, queue, None)
+        # The pods this cycle binds await admission until the next snapshot, as the loop
+        # sees them (fakenrt/scheduler/admission_order.py).
+        queues = AdmissionQueues() if self.strategy.orders_admissions else None
         while queue:
             place, record = heapq.heappop(queue)
             if cycle is None:
                 cycle = SchedulingCycle.over(self.books) if self.books else self._scratch()
-            decision = cycle.schedule(record.spec, shape=record.shape)
+            second = math.floor(record.created)
+            barred = queues.barred_at(second) if queues is not None else None
+            decision = cycle.schedule(record.spec, shape=record.shape, zones_barred=barred)
             if decision.node is None:
-                self._unschedulable(record, now)
+                self._unschedulable(record, now, barred=only_barred(decision.categories))
                 continue
             self._bind(record, decision)
+            if queues is not None and not decision.placement.empty:
+                queues.bound_at(decision.node, second, record.key)
             if parked:
                 self._unpark(parked, queue, place)
         self._fail_parked(parked, now)
@@ -627,10 +636,17 @@ class Simulation:
             node_pods=self._pods_by_node(),
         )
 
-    def _unschedulable(self, record: PodRecord, now: float) -> None:
+    def _unschedulable(self, record: PodRecord, now: float, *, barred: bool = False) -> None:
+        """A failed attempt: backoff, or the next cycle for a pod kept off only by an
+        admission-order bar (as the loop retries it)."""
         self.rec.unschedulable_attempts += 1
         self._evaluated_failures += 1
         self._check_attempts(now)
+        if barred:
+            self.backoff.forget(record.key)
+            record.next_try = now + self.settings.period
+            self._retry_at(record)
+            return
         delay = self.backoff.failed(record.key, now)
         record.next_try = now + delay
         if self.books is not None and delay >= self.backoff.maximum:

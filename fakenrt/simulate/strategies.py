@@ -49,6 +49,15 @@ class Strategy:
         )
 
     @property
+    def orders_admissions(self) -> bool:
+        """It keeps a pod off a node's zones while a pod of the pod's second bound there in
+        the same cycle awaits admission (the reference loop's rule,
+        :mod:`fakenrt.scheduler.admission_order`). Not ``nrt-trust``, which stands for a
+        scheduler without the in-cycle reservation, nor the oracle, which knows each pod is
+        admitted as it is bound."""
+        return self.reserve and self.view != VIEW_TRUTH
+
+    @property
     def reads_lagged_nrt(self) -> bool:
         """It trusts NRT ``available`` as published (the stale window matters)."""
         return self.view == VIEW_PUBLISHED and not self.reconstruct

@@ -51,8 +51,8 @@ import socket
 import sys
 import tempfile
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,7 @@ from fakenrt.controller.endpoints import socket_path, sysfs_root
 from fakenrt.controller.nodeobjects import CONTROLLER_LABEL
 from fakenrt.controller.pods import ALLOCATION_ANNOTATION, RUN_DURATION_ANNOTATION
 from fakenrt.controller.runner import Controller
+from fakenrt.controller.timestamps import rfc3339
 from fakenrt.controller.writers import nrt_path
 from fakenrt.kubelet.allocation_codec import decode_allocation
 from fakenrt.kubelet.foreign import FOREIGN_NAMESPACE
@@ -75,6 +76,7 @@ from fakenrt.podresources_report import allocation_zones, device_numa
 from fakenrt.profiles import NodeProfile, parse_profiles
 from fakenrt.scheduler.args import PluginArgs
 from fakenrt.scheduler.backoff import Backoff
+from fakenrt.scheduler.cluster import ClusterSnapshot, PodSnapshot
 from fakenrt.scheduler.kube import KubeCluster
 from fakenrt.scheduler.loop import Scheduler
 from fakenrt.scheduler.metrics import SchedulerMetrics
@@ -227,6 +229,30 @@ def workdir() -> Iterator[Path]:
     shutil.rmtree(where, ignore_errors=True)
 
 
+class SimulatedCreation:
+    """The loop's view of the API with each pod's ``creationTimestamp`` replaced by the
+    simulated second it was created in: the API server stamps its own wall clock, the
+    simulation its clock, and the scheduler reads creation seconds (the pending order,
+    and :mod:`fakenrt.scheduler.admission_order`)."""
+
+    def __init__(self, inner: KubeCluster, created: Mapping[str, str]) -> None:
+        self.inner, self.created = inner, created
+
+    def snapshot(self) -> ClusterSnapshot:
+        snapshot = self.inner.snapshot()
+        pods = tuple(replace(p, created=self.created.get(p.key, p.created)) for p in snapshot.pods)
+        return replace(snapshot, pods=pods)
+
+    def annotate(self, pod: PodSnapshot, annotations: Mapping[str, str]) -> None:
+        self.inner.annotate(pod, annotations)
+
+    def bind(self, pod: PodSnapshot, node: str) -> None:
+        self.inner.bind(pod, node)
+
+    def record_unschedulable(self, pod: PodSnapshot, message: str) -> None:
+        self.inner.record_unschedulable(pod, message)
+
+
 class RealRun:
     """The real parts, stepped second by second (see the module docstring)."""
 
@@ -246,11 +272,15 @@ class RealRun:
         self.namespace = namespace
         self.profiles = {p.name: p for p in profiles}
         self.now = 0
+        self.created: dict[str, str] = {}
         self.loop = Scheduler(
-            cluster=KubeCluster(
-                kube,
-                scheduler_name=scheduler_name,
-                node_selector=f"{CONTROLLER_LABEL}={controller.settings.controller}",
+            cluster=SimulatedCreation(
+                KubeCluster(
+                    kube,
+                    scheduler_name=scheduler_name,
+                    node_selector=f"{CONTROLLER_LABEL}={controller.settings.controller}",
+                ),
+                self.created,
             ),
             plugin=NumaPlugin(args),
             scheduler_name=scheduler_name,
@@ -305,6 +335,7 @@ class RealRun:
                 RUN_DURATION_ANNOTATION: format(float(p.duration), ".3f")
             }
             self.kube.create(path("api", "v1", "namespaces", self.namespace, "pods"), manifest)
+            self.created[f"{self.namespace}/{p.name}"] = rfc3339(T0 + t)
         report = self.loop.run_cycle()
         for key in report.bound:
             self.bound_at[key.split("/", 1)[1]] = t

@@ -69,13 +69,15 @@ def test_the_readmes_figures_are_the_runs(bundled: tuple[str, dict[str, Any]]) -
     readme = " ".join((ROOT / "README.md").read_text().split())
     s = bundled[1]["strategies"]
     trust = s["nrt-trust"]
+    exact = ("reconstruct-predicted", "reconstruct-observed", "oracle")
     claim = (
         f"on it `nrt-trust` has {fmt(trust['topology_affinity_errors_per_1000_binds'], 'per1k')} "
         f"`TopologyAffinityError`s per 1,000 binds and loses "
         f"{fmt(trust['gpu_hours_lost'], 'hours')} GPU-hours against the best strategy, the "
-        "reconstruction and the oracle have none"
+        "reconstruction and the oracle have none and lose at most "
+        f"{fmt(max(s[name]['gpu_hours_lost'] for name in exact), 'hours')}"
     )
     assert claim in readme
-    for name in ("reconstruct-predicted", "reconstruct-observed", "oracle"):
+    for name in exact:
         assert s[name]["topology_affinity_errors"] == 0
-        assert s[name]["gpu_hours_lost"] == 0
+        assert s[name]["gpu_hours_lost"] < trust["gpu_hours_lost"]
