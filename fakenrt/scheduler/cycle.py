@@ -134,11 +134,9 @@ class SchedulingCycle:
         shape: str | None = None,
         zones_barred: Mapping[str, str] | None = None,
     ) -> Decision:
-        """Pick a node for ``pod`` and assume it there (charge the books). ``shape``: the
-        pod's :func:`~fakenrt.scheduler.books.pod_shape`, when the caller has it.
-        ``zones_barred``: node -> why the pod may not hold zones there now
-        (:mod:`~fakenrt.scheduler.admission_order`): when the best node is barred and the
-        pod would hold zones there, it waits (no node) rather than take a worse one."""
+        """Pick a node for ``pod`` and assume it there (charge the books); ``shape`` and
+        ``zones_barred`` as :meth:`ClusterBooks.schedule` takes them (a barred best node:
+        the pod waits)."""
         if self._kept is not None:
             return self._kept.schedule(pod, shape=shape, zones_barred=zones_barred)
         requests = effective_requests(pod)
