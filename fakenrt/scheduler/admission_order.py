@@ -25,9 +25,9 @@ burst on a node whose kubelet has not caught up, and none for pods that hold no 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 
 from exporter.annotations import OBSERVED_PLACEMENT, PREDICTED_PLACEMENT
+from fakenrt.controller.timestamps import parse_rfc3339
 from fakenrt.scheduler.cluster import PodSnapshot
 
 #: The category of the filter rejection (the scheduler's metric label).
@@ -43,7 +43,7 @@ def creation_second(created: str) -> float:
     if not created:
         return _UNKNOWN
     try:
-        return float(int(datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()))
+        return float(int(parse_rfc3339(created)))
     except ValueError:
         return _UNKNOWN
 

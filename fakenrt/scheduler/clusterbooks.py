@@ -30,7 +30,7 @@ from decimal import Decimal
 from fakenrt.podspec import PodSpec, effective_requests
 from fakenrt.scheduler.books import NodeBooks, pod_shape, state_key, static_key
 from fakenrt.scheduler.cluster import NodeSnapshot
-from fakenrt.scheduler.decision import Decision, Evaluation, evaluate
+from fakenrt.scheduler.decision import Decision, Evaluation, barred, evaluate
 from fakenrt.scheduler.placement import Placement
 from fakenrt.scheduler.plugin import FilterResult, NumaPlugin
 from fakenrt.scheduler.reconstruction import NodePod
@@ -204,15 +204,9 @@ class ClusterBooks:
             return Decision(pod_key=pod.key, node=None)
         name = best[1]
         placement = self._charge(chosen[0], pod, shape, chosen[1].result)
-        if zones_barred and name in zones_barred and not placement.empty:
-            # The best node is barred: the pod waits for it rather than taking a worse one.
-            reason = zones_barred[name]
-            return Decision(
-                pod_key=pod.key,
-                node=None,
-                rejections={name: reason},
-                categories={name: reason.split(":", 1)[0]},
-            )
+        waits = barred(pod.key, name, placement, zones_barred)
+        if waits is not None:
+            return waits
         decision = Decision(
             pod_key=pod.key,
             node=name,

@@ -39,7 +39,7 @@ from fakenrt.podspec import PodSpec, effective_requests
 from fakenrt.scheduler.books import NodeBooks, pod_shape
 from fakenrt.scheduler.cluster import ClusterSnapshot, NodeSnapshot
 from fakenrt.scheduler.clusterbooks import ClusterBooks
-from fakenrt.scheduler.decision import Decision, Evaluation, evaluate, score_bound
+from fakenrt.scheduler.decision import Decision, Evaluation, barred, evaluate, score_bound
 from fakenrt.scheduler.plugin import NumaPlugin
 from fakenrt.scheduler.reconstruction import NodePod
 
@@ -177,15 +177,11 @@ class SchedulingCycle:
         books = self._books(entry)
         placement = self.plugin.placement_to_charge(pod, books.node.nrt, books.ledger, known.result)
         name = entry.node.name
-        if zones_barred and name in zones_barred and not placement.empty:
-            # The best node is barred: the pod waits for it rather than taking a worse one.
-            reason = zones_barred[name]
-            return Decision(
-                pod_key=pod.key,
-                node=None,
-                rejections={**rejections, name: reason},
-                categories={**categories, name: reason.split(":", 1)[0]},
-            )
+        waits = barred(
+            pod.key, name, placement, zones_barred, rejections=rejections, categories=categories
+        )
+        if waits is not None:
+            return waits
         decision = Decision(
             pod_key=pod.key,
             node=entry.node.name,

@@ -46,6 +46,29 @@ class Decision:
         return f"0/{total} nodes are available: {parts}." if parts else "no nodes available."
 
 
+def barred(
+    pod_key: str,
+    node: str,
+    placement: Placement,
+    zones_barred: Mapping[str, str] | None,
+    *,
+    rejections: Mapping[str, str] | None = None,
+    categories: Mapping[str, str] | None = None,
+) -> Decision | None:
+    """The pod waits rather than take a worse node (:mod:`~fakenrt.scheduler.admission_order`)
+    when ``node``, its best, is in ``zones_barred`` and ``placement`` holds zones there; else
+    None. The wait names ``node`` with the bar's reason beside the nodes refused before it."""
+    if not zones_barred or node not in zones_barred or placement.empty:
+        return None
+    reason = zones_barred[node]
+    return Decision(
+        pod_key=pod_key,
+        node=None,
+        rejections={**(rejections or {}), node: reason},
+        categories={**(categories or {}), node: _category_of(reason)},
+    )
+
+
 @dataclass(frozen=True)
 class Evaluation:
     """A pod shape on a node in one state: why it cannot take the pod as a whole
