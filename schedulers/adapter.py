@@ -170,6 +170,10 @@ class Adapter:
     #: e.g. a queue.
     pod_labels: Mapping[str, str] = field(default_factory=dict)
     pod_annotations: Mapping[str, str] = field(default_factory=dict)
+    #: Labels (values are templates) every ResourceClaim made for its pods carries, as
+    #: the scheduler requires of a user's claims: KAI schedules a pod whose standalone
+    #: GPU claim carries the pod's queue label, else reports it unschedulable.
+    claim_labels: Mapping[str, str] = field(default_factory=dict)
     #: Profile ``nrt:`` keys (docs/profiles.md) every fake node gets, to match what the
     #: scheduler expects of NRT (e.g. ``fingerprintTerminatedPods: true``).
     nrt: Mapping[str, object] = field(default_factory=dict)
@@ -246,6 +250,8 @@ class Adapter:
             expand(self.template_text(template), probe, where=f"{where}, objects[{i}]")
         for key, value in {**self.pod_labels, **self.pod_annotations}.items():
             expand(value, probe, where=f"{where}, pod label/annotation {key}")
+        for key, value in self.claim_labels.items():
+            expand(value, probe, where=f"{where}, claim label {key}")
         for key, value in self.node_labels.items():
             node_label(value, "none", where=f"{where}, node label {key}")
 

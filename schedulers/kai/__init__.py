@@ -71,7 +71,13 @@ RECONSTRUCTION = Adapter(
         # The node pool: the podgrouper copies it onto the pod's PodGroup.
         "fakenrt.io/controller": "{node_selector_value}",
     },
+    # KAI schedules a pod with a standalone GPU claim only when the claim carries the pod's
+    # queue label (pkg/scheduler/plugins/dynamicresources: validateSharedGpuClaimQueueLabel).
+    claim_labels={"kai.scheduler/queue": "numa-testkit-{node_selector_value}"},
     predicts_placement=True,
+    # Its dynamicresources plugin allocates claims (kube-scheduler's allocator) and its
+    # binder writes the allocation and reservation (pkg/binder/plugins/k8s-plugins).
+    allocates_claims=True,
     # Its binder reconciles every BindRequest in the cluster, whatever the scheduler name:
     # a second deployment's binder would race this one's (pkg/binder/controllers/
     # bindrequest_controller.go watches them all; only the pod controller filters).

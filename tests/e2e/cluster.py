@@ -114,11 +114,18 @@ CPU_CAPACITY, NUMA_ATTRIBUTE = "dra.cpu/cpu", "resource.kubernetes.io/numaNode"
 
 
 def resource_claim(
-    name: str, *, namespace: str, gpus: int = 0, cpus: int = 0, same_numa_node: bool = False
+    name: str,
+    *,
+    namespace: str,
+    gpus: int = 0,
+    cpus: int = 0,
+    same_numa_node: bool = False,
+    labels: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """A ResourceClaim (``resource.k8s.io/v1``) for ``gpus`` GPUs of the ``gpu.nvidia.com``
     class and a ``dra.cpu`` device consuming ``cpus`` CPUs; with ``same_numa_node`` a
-    ``matchAttribute`` constraint on the NUMA node over both requests."""
+    ``matchAttribute`` constraint on the NUMA node over both requests. ``labels``: the
+    scheduler's (``PodScheduling.claim_labels``)."""
     requests: list[dict[str, Any]] = []
     if gpus:
         exactly = {"deviceClassName": GPU_CLASS, "allocationMode": "ExactCount", "count": gpus}
@@ -138,7 +145,11 @@ def resource_claim(
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            **({"labels": dict(labels)} if labels else {}),
+        },
         "spec": {"devices": devices},
     }
 

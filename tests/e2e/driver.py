@@ -241,6 +241,7 @@ class _Run:
                         gpus=template.dra_gpus,
                         cpus=template.dra_cpus,
                         same_numa_node=template.same_numa_node,
+                        labels=self.deployment.pod_scheduling.claim_labels,
                     ),
                 )
             pod = workload_pod(

@@ -262,6 +262,8 @@ class PodScheduling:
     scheduler_name: str
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
+    #: Labels of the ResourceClaims made for those pods.
+    claim_labels: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -431,6 +433,9 @@ def pod_scheduling(adapter: Adapter, deployment: str, values: Placeholders) -> P
         annotations={
             k: expand(v, values, where=f"pod annotation {k}")
             for k, v in adapter.pod_annotations.items()
+        },
+        claim_labels={
+            k: expand(v, values, where=f"claim label {k}") for k, v in adapter.claim_labels.items()
         },
     )
 

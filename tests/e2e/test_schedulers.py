@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 
 from schedulers.adapter import Claim, Placeholders, argv
+from schedulers.kai import RECONSTRUCTION as KAI
 from schedulers.koordinator import NODE_LABEL, NUMA_POLICY_LABEL
 from schedulers.reference import RECONSTRUCTION, STALE_NRT
 from schedulers.volcano import VOLCANO
+from tests.e2e.cluster import resource_claim
 from tests.e2e.deployment import Topology
-from tests.e2e.schedulers import SchedulerRun, exclusive_lock, from_options
+from tests.e2e.schedulers import SchedulerRun, exclusive_lock, from_options, pod_scheduling
 from tests.e2e.topologies import two_zone_node
 
 
@@ -75,6 +77,22 @@ def test_reference_modes_differ_only_in_trusting_nrt() -> None:
     assert STALE_NRT.trusts_stale_nrt and not RECONSTRUCTION.trusts_stale_nrt
     assert RECONSTRUCTION.scheduler_name == STALE_NRT.scheduler_name
     assert RECONSTRUCTION.name_for("e2e-1") == "numa-reference-e2e-1"
+
+
+def test_kais_claims_carry_the_queue_label_of_its_pods() -> None:
+    """KAI schedules a pod with a standalone GPU claim only when the claim carries the
+    pod's queue label: the claims a scenario makes for KAI's pods carry it; other
+    schedulers' claims carry no label."""
+    values = Placeholders.example()
+    kai = pod_scheduling(KAI, "e2e-1", values)
+    queue = kai.labels["kai.scheduler/queue"]
+    assert kai.claim_labels == {"kai.scheduler/queue": queue}
+    claim = resource_claim("c", namespace="ns", gpus=1, labels=kai.claim_labels)
+    assert claim["metadata"]["labels"] == {"kai.scheduler/queue": queue}
+    plain = pod_scheduling(RECONSTRUCTION, "e2e-1", values)
+    assert plain.claim_labels == {}
+    claim = resource_claim("c", namespace="ns", gpus=1, labels=plain.claim_labels)
+    assert "labels" not in claim["metadata"]
 
 
 def test_a_placeholder_path_with_spaces_stays_one_argument() -> None:

@@ -121,6 +121,7 @@ def test_id_and_scheduler_name_per_deployment() -> None:
         ),
         pytest.param({"files": {"c.yaml": "a: {y}"}}, "file 'c.yaml'", id="bad-file"),
         pytest.param({"pod_labels": {"q": "{z}"}}, "pod label/annotation q", id="bad-label"),
+        pytest.param({"claim_labels": {"q": "{z}"}}, "claim label q", id="bad-claim-label"),
         pytest.param({"files": {"/etc/c": "x"}}, "inside", id="absolute-file"),
         pytest.param({"files": {"../c": "x"}}, "inside", id="file-outside-workdir"),
     ],
