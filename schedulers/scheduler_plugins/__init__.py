@@ -35,6 +35,9 @@ SCHEDULER_PLUGINS = Adapter(
         script=Path("schedulers/scheduler_plugins/build.sh"),
         summary="scheduler-plugins' kube-scheduler (cmd/scheduler)",
     ),
+    # The scheduler framework's default plugins at its Kubernetes version (1.35) include
+    # DynamicResources, which allocates claims; the profile adds to the defaults.
+    allocates_claims=True,
     # Its filter refuses a node with "cannot align container" / "cannot align pod".
     unschedulable=Unschedulable(reason="cannot align"),
     here=Path(__file__).parent,

@@ -62,6 +62,9 @@ VOLCANO = Adapter(
     # FailedScheduling event and the PodScheduled condition.
     unschedulable=Unschedulable(),
     claims=frozenset(),
+    # Its predicates plugin runs kube-scheduler's DynamicResources (on by default with the
+    # DynamicResourceAllocation feature, GA) and its binder reserves what it allocated.
+    allocates_claims=True,
     # Every Volcano scheduler takes every PodGroup and queue in the cluster, whatever its
     # name (pkg/scheduler/cache/util.go responsibleForPodGroup): two at once fight.
     exclusive=True,

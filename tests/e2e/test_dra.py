@@ -4,7 +4,7 @@ harness holds the exporter's report of misaligned pods to what the kubelets hold
 
 Only a scheduler that allocates ResourceClaims can be asked these questions
 (``Adapter.allocates_claims``); for any other they are not applicable and say so. Run
-them with ``--scheduler kube-scheduler``."""
+them with ``--scheduler kube-scheduler`` (or ``kai``, ``scheduler-plugins``, ``volcano``)."""
 
 from __future__ import annotations
 

@@ -81,7 +81,7 @@ def test_the_ci_plan_is_every_schedulers_default_mode_plus_what_the_assertions_n
 
 def test_the_dra_scenarios_are_not_applicable_to_a_scheduler_allocating_no_claims() -> None:
     """i, j, k (their pods use ResourceClaims) are cells of every adapter, applicable only
-    to one that allocates claims (``allocates_claims``: the stock kube-scheduler)."""
+    to one that allocates claims (``allocates_claims``: here the stock kube-scheduler)."""
     kube = next(a for a in registry.adapters() if a.scheduler == "kube-scheduler")
     assert kube.allocates_claims
     cells = matrix.defaults((RECONSTRUCTION, kube), SCENARIO_LIST)
