@@ -13,9 +13,13 @@ scorecard's default variants); the rest are findings.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
+from fakenrt.profiles.names import extended_resource_problem
+from fakenrt.profiles.resources import node_capacity
 from schedulers.adapter import Adapter, Claim
-from tests.e2e.outcome import Outcome, node_of, prediction_agreement, scheduler_messages
+from tests.e2e.outcome import Outcome, node_of, prediction_agreement, ran, scheduler_messages
 from tests.e2e.outcome import scheduler_reports as reports_of
 from tests.e2e.scenarios.model import Scenario
 
@@ -38,6 +42,41 @@ def unreported(outcome: Outcome, reason: str | None) -> list[str]:
     return problems
 
 
+def _device_limits(pod: Mapping[str, Any]) -> dict[str, int]:
+    """The largest limit of each extended resource over the pod's containers."""
+    spec = pod.get("spec") or {}
+    out: dict[str, int] = {}
+    for c in (*(spec.get("initContainers") or ()), *(spec.get("containers") or ())):
+        for name, quantity in ((c.get("resources") or {}).get("limits") or {}).items():
+            if extended_resource_problem(name) is None and str(quantity).isdigit():
+                out[name] = max(out.get(name, 0), int(str(quantity)))
+    return out
+
+
+def without_devices(outcome: Outcome) -> list[str]:
+    """Workload pods that ran on a node that has none of a device resource they ask for.
+
+    The kubelet admits such a pod: an extended resource the node does not have is dropped
+    before the fit check (``pkg/kubelet/lifecycle/predicate.go``,
+    ``removeMissingExtendedResources``) and the device manager allocates only resources a
+    plugin registered (``pkg/kubelet/cm/devicemanager/manager.go``). So it runs without
+    the device and nothing reports it; only a scheduler that counted the node's capacity
+    wrongly sends it there."""
+    nodes = {p.name: node_capacity(p) for p in outcome.profiles}
+    problems = []
+    for pod in outcome.workload_pods():
+        node = node_of(pod)
+        if node not in nodes or not ran(pod):
+            continue
+        for resource, asked in sorted(_device_limits(pod).items()):
+            if asked > 0 and nodes[node].get(resource, 0) <= 0:
+                problems.append(
+                    f"{pod['metadata']['name']}: runs on {node} without {resource}: it asks "
+                    f"for {asked}, the node has none (the kubelet admits it without the device)"
+                )
+    return problems
+
+
 #: The findings no claim covers: predictions a pod finishing (or a kubelet restarting)
 #: overtook between the scheduler's decision and the kubelet's admission.
 UNCLAIMABLE = "unclaimable"
@@ -57,6 +96,7 @@ def claim_problems(
     problems[scenario.claim.value].extend(
         f"{name}: deleted by someone else than the harness" for name in sorted(outcome.deleted)
     )
+    problems[scenario.claim.value].extend(without_devices(outcome))
     reason = scheduler.unschedulable.reason if scenario.numa_reason else None
     problems[Claim.REPORTS_UNSCHEDULABLE.value].extend(unreported(outcome, reason))
     # A prediction is held to be exact where nothing changes under the scheduler's feet

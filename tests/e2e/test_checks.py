@@ -15,9 +15,12 @@ from exporter.annotations import (
 )
 from fakenrt.controller.pods import ALLOCATION_ANNOTATION
 from fakenrt.profiles import NodeProfile, parse_profiles
+from schedulers.reference import RECONSTRUCTION
 from tests.e2e.allocations import recorded_allocations
+from tests.e2e.claims import claim_problems, without_devices
 from tests.e2e.invariants import double_allocations, expected_available, observation_mismatches
 from tests.e2e.outcome import Outcome, figures, prediction_agreement
+from tests.e2e.scenarios import K
 from tests.e2e.variants import VARIANTS
 
 GIB = 1 << 30
@@ -224,3 +227,60 @@ def test_figures(phase: str, reason: str | None, node: str | None, counted: str)
     assert result.running == (counted == "running")
     assert result.topology_affinity_errors == (counted == "errors")
     assert result.pending == (counted == "pending")
+
+
+def _dra_only_profile() -> NodeProfile:
+    (profile,) = parse_profiles(
+        {
+            "nodes": [
+                {
+                    "name": "dra",
+                    "kubelet": {"topologyManagerPolicy": "single-numa-node"},
+                    "shape": {
+                        "numaNodes": 2,
+                        "coresPerNumaNode": 4,
+                        "threadsPerCore": 1,
+                        "memoryPerNumaNode": "8Gi",
+                        "draDevicesPerNumaNode": {"gpu.nvidia.com": 1},
+                    },
+                }
+            ]
+        },
+        source="test",
+    )
+    return profile
+
+
+def _asking(name: str, node: str, *, gpus: str, phase: str = "Running") -> dict[str, Any]:
+    pod = _pod(name, node=node, phase=phase)
+    limits = {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": gpus}
+    pod["spec"]["containers"] = [{"name": "main", "resources": {"limits": limits}}]
+    return pod
+
+
+def test_a_pod_running_where_its_device_resource_does_not_exist_is_flagged() -> None:
+    """A device-plugin GPU pod on a node that has no such resource runs without it (the
+    kubelet drops what the node lacks): flagged under the scenario's claim. On a node that
+    has the resource, or not running, or asking for none: not flagged."""
+
+    pods = [
+        _asking("lost", "dra", gpus="1"),
+        _asking("fine", "n1", gpus="1"),
+        _asking("pending", "dra", gpus="1", phase="Pending"),
+        _asking("none", "dra", gpus="0"),
+    ]
+    outcome = Outcome(
+        scenario="k",
+        variant=VARIANTS[0],
+        pods={p["metadata"]["name"]: p for p in pods},
+        workload=tuple(p["metadata"]["name"] for p in pods),
+        prebound=(),
+        allocations=recorded_allocations(pods),
+        profiles=(_profile(), _dra_only_profile()),
+    )
+    flagged = without_devices(outcome)
+    assert flagged == [
+        "lost: runs on dra without nvidia.com/gpu: it asks for 1, the node has none "
+        "(the kubelet admits it without the device)"
+    ]
+    assert flagged[0] in claim_problems(RECONSTRUCTION, K, outcome)[K.claim.value]
