@@ -26,19 +26,22 @@ from tests.e2e.variants import VARIANTS
 GIB = 1 << 30
 
 
-def _profile() -> NodeProfile:
+def _profile(name: str = "n1", devices: str = "devicesPerNumaNode") -> NodeProfile:
+    """A 2-zone node with ``nvidia.com/gpu`` devices per zone (``devices``:
+    ``devicesPerNumaNode``), or DRA GPUs (``draDevicesPerNumaNode``: then ``gpu.nvidia.com``)."""
+    resource = "nvidia.com/gpu" if devices == "devicesPerNumaNode" else "gpu.nvidia.com"
     (profile,) = parse_profiles(
         {
             "nodes": [
                 {
-                    "name": "n1",
+                    "name": name,
                     "kubelet": {"topologyManagerPolicy": "single-numa-node"},
                     "shape": {
                         "numaNodes": 2,
                         "coresPerNumaNode": 4,
                         "threadsPerCore": 1,
                         "memoryPerNumaNode": "8Gi",
-                        "devicesPerNumaNode": {"nvidia.com/gpu": 2},
+                        devices: {resource: 2},
                     },
                 }
             ]
@@ -122,18 +125,22 @@ def test_double_allocation_is_flagged_only_among_pods_holding_resources() -> Non
     assert double_allocations([a, finished], recorded_allocations(listed)) == []
 
 
-def _agreement(*pods: dict[str, Any]) -> tuple[int, int, int, list[str]]:
-    """(predicted, zones agree, exact, names of the mismatches) over ``pods`` on n1."""
-    outcome = Outcome(
-        scenario="t",
+def _outcome(pods: list[dict[str, Any]], *profiles: NodeProfile, scenario: str = "t") -> Outcome:
+    """The workload ``pods`` on ``profiles`` (default: n1), as a scenario ends."""
+    return Outcome(
+        scenario=scenario,
         variant=VARIANTS[0],
         pods={p["metadata"]["name"]: p for p in pods},
         workload=tuple(p["metadata"]["name"] for p in pods),
         prebound=(),
         allocations=recorded_allocations(pods),
-        profiles=(_profile(),),
+        profiles=profiles or (_profile(),),
     )
-    got = prediction_agreement(outcome)
+
+
+def _agreement(*pods: dict[str, Any]) -> tuple[int, int, int, list[str]]:
+    """(predicted, zones agree, exact, names of the mismatches) over ``pods`` on n1."""
+    got = prediction_agreement(_outcome(list(pods)))
     return got.predicted, got.zones_agree, got.exact, [m.split(" ")[0] for m in got.mismatches]
 
 
@@ -229,28 +236,6 @@ def test_figures(phase: str, reason: str | None, node: str | None, counted: str)
     assert result.pending == (counted == "pending")
 
 
-def _dra_only_profile() -> NodeProfile:
-    (profile,) = parse_profiles(
-        {
-            "nodes": [
-                {
-                    "name": "dra",
-                    "kubelet": {"topologyManagerPolicy": "single-numa-node"},
-                    "shape": {
-                        "numaNodes": 2,
-                        "coresPerNumaNode": 4,
-                        "threadsPerCore": 1,
-                        "memoryPerNumaNode": "8Gi",
-                        "draDevicesPerNumaNode": {"gpu.nvidia.com": 1},
-                    },
-                }
-            ]
-        },
-        source="test",
-    )
-    return profile
-
-
 def _asking(name: str, node: str, *, gpus: str, phase: str = "Running") -> dict[str, Any]:
     pod = _pod(name, node=node, phase=phase)
     limits = {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": gpus}
@@ -262,22 +247,13 @@ def test_a_pod_running_where_its_device_resource_does_not_exist_is_flagged() -> 
     """A device-plugin GPU pod on a node that has no such resource runs without it (the
     kubelet drops what the node lacks): flagged under the scenario's claim. On a node that
     has the resource, or not running, or asking for none: not flagged."""
-
     pods = [
         _asking("lost", "dra", gpus="1"),
         _asking("fine", "n1", gpus="1"),
         _asking("pending", "dra", gpus="1", phase="Pending"),
         _asking("none", "dra", gpus="0"),
     ]
-    outcome = Outcome(
-        scenario="k",
-        variant=VARIANTS[0],
-        pods={p["metadata"]["name"]: p for p in pods},
-        workload=tuple(p["metadata"]["name"] for p in pods),
-        prebound=(),
-        allocations=recorded_allocations(pods),
-        profiles=(_profile(), _dra_only_profile()),
-    )
+    outcome = _outcome(pods, _profile(), _profile("dra", "draDevicesPerNumaNode"), scenario="k")
     flagged = without_devices(outcome)
     assert flagged == [
         "lost: runs on dra without nvidia.com/gpu: it asks for 1, the node has none "
