@@ -197,10 +197,9 @@ def run_on(
     workers = [_in_namespace(real, i) for i, real in enumerate(workers)]
     with ThreadPoolExecutor(max_workers=max(1, len(workers) - 1)) as pool:
         others = [pool.submit(work, real) for real in workers[1:]]
-        try:
-            reports = [work(workers[0], on_first)]
-        finally:
-            reports += [f.result() for f in others]
+        # A failure on the first worker propagates as it is (the others stop at their
+        # next scenario; leaving the pool waits for them); theirs come with their results.
+        reports = [work(workers[0], on_first), *(f.result() for f in others)]
     report = merged(reports)
     report.seconds = time.monotonic() - start
     return report

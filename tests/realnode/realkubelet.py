@@ -154,10 +154,16 @@ class RealKubeletNode:
         wait_for("the podresources socket", self._listed)
         allocatable = node_allocatable(profile)
         expected = (str(len(profile.cpu_topology)), allocatable["cpu"], allocatable["memory"])
-        wait_for(
-            f"node {self.node} Ready with capacity / allocatable {expected}",
-            lambda: True if self._status_is(expected) else None,
-        )
+        seen: list[str] = []
+        try:
+            wait_for(
+                f"node {self.node} Ready with capacity / allocatable {expected}",
+                lambda: True if self._status_is(expected, seen) else None,
+                # A restarted kubelet on a loaded machine may take minutes to post it.
+                timeout=2 * WAIT_S,
+            )
+        except KindError as e:
+            raise KindError(f"{e}; last seen: {seen[-1] if seen else 'nothing'}") from None
         if resources(profile):
             docs = device_plugin_manifests(nodes=[profile], profiles_text=profile_text, image=IMAGE)
             for doc in docs:
@@ -233,7 +239,8 @@ class RealKubeletNode:
         pid = self._kubelet_pid()
         return True if pid not in ("", "0", before) else None
 
-    def _status_is(self, expected: tuple[str, int, int]) -> bool:
+    def _status_is(self, expected: tuple[str, int, int], seen: list[str]) -> bool:
+        """Whether the Node is Ready with ``expected``; what it shows goes to ``seen``."""
         status = self.api_get("api", "v1", "nodes", self.node)["status"]
         ready = any(c["type"] == "Ready" and c["status"] == "True" for c in status["conditions"])
         got = (
@@ -241,6 +248,7 @@ class RealKubeletNode:
             int(parse_decimal(status["allocatable"].get("cpu", "0"))),
             parse_integer(status["allocatable"].get("memory", "0")),
         )
+        seen[:] = [f"Ready={ready}, capacity / allocatable {got}"]
         return bool(ready and got == expected)
 
     def _has_devices(self, wanted: Mapping[str, str]) -> bool | None:
