@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from fakenrt.podspec import PodSpecError, effective_requests, pod_from_manifest
 from fakenrt.profiles.names import extended_resource_problem
 from fakenrt.profiles.resources import node_capacity
 from schedulers.adapter import Adapter, Claim
@@ -42,15 +43,18 @@ def unreported(outcome: Outcome, reason: str | None) -> list[str]:
     return problems
 
 
-def _device_limits(pod: Mapping[str, Any]) -> dict[str, int]:
-    """The largest limit of each extended resource over the pod's containers."""
-    spec = pod.get("spec") or {}
-    out: dict[str, int] = {}
-    for c in (*(spec.get("initContainers") or ()), *(spec.get("containers") or ())):
-        for name, quantity in ((c.get("resources") or {}).get("limits") or {}).items():
-            if extended_resource_problem(name) is None and str(quantity).isdigit():
-                out[name] = max(out.get(name, 0), int(str(quantity)))
-    return out
+def _device_requests(pod: Mapping[str, Any]) -> dict[str, int]:
+    """The pod's effective request of each extended resource (the kubelet's pod-level rule,
+    :func:`fakenrt.podspec.effective_requests`); none for a pod the simulator cannot read."""
+    try:
+        spec = pod_from_manifest(pod)
+    except PodSpecError:
+        return {}
+    return {
+        name: int(amount)
+        for name, amount in effective_requests(spec).items()
+        if extended_resource_problem(name) is None
+    }
 
 
 def without_devices(outcome: Outcome) -> list[str]:
@@ -68,8 +72,8 @@ def without_devices(outcome: Outcome) -> list[str]:
         node = node_of(pod)
         if node not in nodes or not ran(pod):
             continue
-        for resource, asked in sorted(_device_limits(pod).items()):
-            if asked > 0 and nodes[node].get(resource, 0) <= 0:
+        for resource, asked in sorted(_device_requests(pod).items()):
+            if nodes[node].get(resource, 0) <= 0:
                 problems.append(
                     f"{pod['metadata']['name']}: runs on {node} without {resource}: it asks "
                     f"for {asked}, the node has none (the kubelet admits it without the device)"
