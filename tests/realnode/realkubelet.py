@@ -62,14 +62,26 @@ IMAGE = os.environ.get("NUMA_TESTKIT_IMAGE", "numa-testkit/numa-testkit:local")
 WAIT_S = 120.0
 
 
-def wait_for(what: str, probe: Callable[[], T | None], timeout: float = WAIT_S) -> T:
+@dataclass(frozen=True)
+class Waiting:
+    """A probe's "not yet" with what it saw (named when the wait times out)."""
+
+    seen: str
+
+
+def wait_for(what: str, probe: Callable[[], T | Waiting | None], timeout: float = WAIT_S) -> T:
+    """Polls ``probe`` until it returns something other than None or :class:`Waiting`."""
     deadline = time.monotonic() + timeout
+    seen = ""
     while True:
         value = probe()
-        if value is not None:
+        if isinstance(value, Waiting):
+            seen = value.seen
+        elif value is not None:
             return value
         if time.monotonic() > deadline:
-            raise KindError(f"timed out after {timeout:.0f} s waiting for {what}")
+            last = f"; last seen: {seen}" if seen else ""
+            raise KindError(f"timed out after {timeout:.0f} s waiting for {what}{last}")
         time.sleep(0.2)
 
 
@@ -154,16 +166,12 @@ class RealKubeletNode:
         wait_for("the podresources socket", self._listed)
         allocatable = node_allocatable(profile)
         expected = (str(len(profile.cpu_topology)), allocatable["cpu"], allocatable["memory"])
-        seen: list[str] = []
-        try:
-            wait_for(
-                f"node {self.node} Ready with capacity / allocatable {expected}",
-                lambda: True if self._status_is(expected, seen) else None,
-                # A restarted kubelet on a loaded machine may take minutes to post it.
-                timeout=2 * WAIT_S,
-            )
-        except KindError as e:
-            raise KindError(f"{e}; last seen: {seen[-1] if seen else 'nothing'}") from None
+        wait_for(
+            f"node {self.node} Ready with capacity / allocatable {expected}",
+            lambda: self._ready_with(expected),
+            # A restarted kubelet on a loaded machine may take minutes to post it.
+            timeout=2 * WAIT_S,
+        )
         if resources(profile):
             docs = device_plugin_manifests(nodes=[profile], profiles_text=profile_text, image=IMAGE)
             for doc in docs:
@@ -239,8 +247,8 @@ class RealKubeletNode:
         pid = self._kubelet_pid()
         return True if pid not in ("", "0", before) else None
 
-    def _status_is(self, expected: tuple[str, int, int], seen: list[str]) -> bool:
-        """Whether the Node is Ready with ``expected``; what it shows goes to ``seen``."""
+    def _ready_with(self, expected: tuple[str, int, int]) -> bool | Waiting:
+        """True once the Node is Ready with ``expected``; until then what it shows."""
         status = self.api_get("api", "v1", "nodes", self.node)["status"]
         ready = any(c["type"] == "Ready" and c["status"] == "True" for c in status["conditions"])
         got = (
@@ -248,8 +256,9 @@ class RealKubeletNode:
             int(parse_decimal(status["allocatable"].get("cpu", "0"))),
             parse_integer(status["allocatable"].get("memory", "0")),
         )
-        seen[:] = [f"Ready={ready}, capacity / allocatable {got}"]
-        return bool(ready and got == expected)
+        if ready and got == expected:
+            return True
+        return Waiting(f"Ready={ready}, capacity / allocatable {got}")
 
     def _has_devices(self, wanted: Mapping[str, str]) -> bool | None:
         """The kubelet's own view (GetAllocatableResources), not the Node object: a
