@@ -64,12 +64,14 @@ def workload_pod(
     run_duration: str | None = None,
     node: str | None = None,
     claim: str | None = None,
+    claim_template: bool = False,
 ) -> dict[str, Any]:
     """A one-container pod for the scheduler under test (or bound to ``node`` directly),
     restricted to the deployment's nodes (node selector and toleration, which a real
     scheduler honours). With ``run_duration`` it finishes after that long (how: the
     deployment's :meth:`~tests.e2e.deployment.Deployment.workload`). With ``claim`` its
-    container uses that ResourceClaim (:func:`resource_claim`)."""
+    container uses that ResourceClaim (:func:`resource_claim`), or with ``claim_template``
+    a claim made from the ResourceClaimTemplate of that name."""
     amounts: dict[str, str] = {"cpu": cpu, "memory": memory}
     devices = {"nvidia.com/gpu": str(gpus)} if gpus else {}
     resources: dict[str, Any] = (
@@ -92,7 +94,8 @@ def workload_pod(
     if node is not None:
         spec["nodeName"] = node
     if claim is not None:
-        spec["resourceClaims"] = [{"name": "devices", "resourceClaimName": claim}]
+        source = "resourceClaimTemplateName" if claim_template else "resourceClaimName"
+        spec["resourceClaims"] = [{"name": "devices", source: claim}]
         resources["claims"] = [{"name": "devices"}]
     return {
         "apiVersion": "v1",
@@ -121,11 +124,14 @@ def resource_claim(
     cpus: int = 0,
     same_numa_node: bool = False,
     labels: Mapping[str, str] | None = None,
+    template: bool = False,
 ) -> dict[str, Any]:
     """A ResourceClaim (``resource.k8s.io/v1``) for ``gpus`` GPUs of the ``gpu.nvidia.com``
     class and a ``dra.cpu`` device consuming ``cpus`` CPUs; with ``same_numa_node`` a
     ``matchAttribute`` constraint on the NUMA node over both requests. ``labels``: the
-    scheduler's (``PodScheduling.claim_labels``)."""
+    scheduler's (``PodScheduling.claim_labels``). With ``template`` a ResourceClaimTemplate
+    of that claim instead (its ``labels`` go on every claim the resourceclaim controller
+    makes from it), as a Job's or a Deployment's pods use one."""
     requests: list[dict[str, Any]] = []
     if gpus:
         exactly = {"deviceClassName": GPU_CLASS, "allocationMode": "ExactCount", "count": gpus}
@@ -142,24 +148,30 @@ def resource_claim(
         devices["constraints"] = [
             {"requests": [r["name"] for r in requests], "matchAttribute": NUMA_ATTRIBUTE}
         ]
+    labelled = {"labels": dict(labels)} if labels else {}
+    spec: dict[str, Any] = {"devices": devices}
+    if template:
+        return {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {**({"metadata": labelled} if labelled else {}), "spec": spec},
+        }
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            **({"labels": dict(labels)} if labels else {}),
-        },
-        "spec": {"devices": devices},
+        "metadata": {"name": name, "namespace": namespace, **labelled},
+        "spec": spec,
     }
 
 
 def create_claim(kube: KubeClient, claim: Mapping[str, Any]) -> None:
-    ns = claim["metadata"]["namespace"]
+    """Create a ResourceClaim or a ResourceClaimTemplate (:func:`resource_claim`)."""
+    ns, kind = claim["metadata"]["namespace"], claim["kind"]
     kube.create(
-        path("apis", "resource.k8s.io", "v1", "namespaces", ns, "resourceclaims"),
+        path("apis", "resource.k8s.io", "v1", "namespaces", ns, f"{kind.lower()}s"),
         dict(claim),
-        what="create ResourceClaim",
+        what=f"create {kind}",
     )
 
 

@@ -46,11 +46,16 @@ def claim_devices(claim: Mapping[str, Any]) -> tuple[ClaimResource, ...]:
 
 
 def _claims_of_container(pod: Mapping[str, Any], container: str) -> list[str]:
-    """The ResourceClaim names ``container`` of ``pod`` uses (claims by name only: the
-    scenarios use no templates)."""
-    spec = pod.get("spec") or {}
+    """The ResourceClaim names ``container`` of ``pod`` uses: a claim the pod names, or the
+    one the resourceclaim controller made from a template (named in the pod's
+    ``status.resourceClaimStatuses``; not yet made: none)."""
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    made = {
+        c.get("name"): c.get("resourceClaimName") for c in status.get("resourceClaimStatuses") or []
+    }
     by_pod_name = {
-        c.get("name"): c.get("resourceClaimName") for c in spec.get("resourceClaims") or []
+        c.get("name"): c.get("resourceClaimName") or made.get(c.get("name"))
+        for c in spec.get("resourceClaims") or []
     }
     for c in spec.get("containers") or []:
         if c.get("name") == container:

@@ -242,6 +242,7 @@ class _Run:
                         cpus=template.dra_cpus,
                         same_numa_node=template.same_numa_node,
                         labels=self.deployment.pod_scheduling.claim_labels,
+                        template=template.claim_template,
                     ),
                 )
             pod = workload_pod(
@@ -256,6 +257,7 @@ class _Run:
                 # A deployment's profiles are named as the Nodes that run them.
                 node=self.deployment.profiles[node].name if node is not None else None,
                 claim=claim,
+                claim_template=template.claim_template,
             )
             create(self.kube, pod)
             self.manifests.append(pod)

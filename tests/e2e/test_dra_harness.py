@@ -160,6 +160,28 @@ def test_a_running_pods_claims_become_what_its_kubelet_holds() -> None:
     }
 
 
+def test_a_claim_made_from_a_template_is_found_through_the_pods_status() -> None:
+    record = {
+        n: PodAllocation(NS, n, n, (ContainerAllocation("main", frozenset({4})),))
+        for n in ("made", "unmade")
+    }
+
+    def from_template(name: str, made: str | None) -> dict[str, Any]:
+        manifest = pod(name)
+        manifest["spec"]["resourceClaims"] = [{"name": "devices", "resourceClaimTemplateName": "t"}]
+        if made is not None:
+            statuses = [{"name": "devices", "resourceClaimName": made}]
+            manifest["status"]["resourceClaimStatuses"] = statuses
+        return manifest
+
+    listed = [from_template("made", "c"), from_template("unmade", None)]
+    held = with_claims(record, listed, {"c": claim_object("gpu-0")})
+    (dynamic,) = held["made"].containers[0].dynamic
+    assert dynamic.claim_name == "c"
+    assert dynamic.resources == (ClaimResource("gpu.nvidia.com", GPUS.name, "gpu-0"),)
+    assert held["unmade"] == record["unmade"]
+
+
 def test_a_dra_gpu_held_by_two_pods_is_caught_a_shared_cpu_device_is_not() -> None:
     def holding(name: str, *devices: tuple[str, str]) -> PodAllocation:
         c = ContainerAllocation("main", dynamic=(claimed(CPU_DRIVER, *devices),))

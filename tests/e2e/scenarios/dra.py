@@ -6,9 +6,10 @@ where the scheduler's allocator put it, the pod's exclusive CPUs where the CPU M
 puts them, and under ``single-numa-node`` the two can differ without any error. Only the
 scheduler can align them - by choosing the GPU on the NUMA node the kubelet will pin
 the CPUs to, or by claiming the CPUs through DRA too, with a ``matchAttribute``
-constraint on ``resource.kubernetes.io/numaNode``. The pods use ResourceClaims, so only a
-scheduler that allocates claims (``Adapter.allocates_claims``: the stock kube-scheduler's
-DynamicResources plugin) can be asked these questions. The harness holds the exporter's
+constraint on ``resource.kubernetes.io/numaNode``. The pods use ResourceClaims (by name,
+or made from a template in k), so only a scheduler that allocates claims
+(``Adapter.allocates_claims``: the stock kube-scheduler's DynamicResources plugin) can be
+asked these questions. The harness holds the exporter's
 report of misaligned pods (its metric and Events) to what the kubelets hold.
 
 * **i** - a DRA GPU beside exclusive CPUs, no constraint: the kubelet pins a 4-CPU pod to
@@ -18,7 +19,9 @@ report of misaligned pods (its metric and Events) to what the kubelets hold.
   NUMA node whose CPUs claims consume), GPU and CPUs under one ``matchAttribute``: both
   from one NUMA node, or Pending when no NUMA node holds both.
 * **k** - a mixed fleet: DRA GPUs on one node, device-plugin GPUs on the other, pods of
-  both kinds at once.
+  both kinds at once; the DRA pods' claims come from ResourceClaimTemplates (the
+  resourceclaim controller makes each pod's claim and names it in the pod's status), the
+  path Jobs and Deployments take.
 """
 
 from __future__ import annotations
@@ -155,11 +158,13 @@ J = Scenario(
 
 #: DRA pods (node 0 has the DRA GPUs) and device-plugin pods (node 1), 2 CPUs and a GPU
 #: each. On node 0 the first takes NUMA node 0's CPUs (3 besides the reserved one), the
-#: second NUMA node 1's; an allocator taking the first free GPU gives both node 0's.
+#: second NUMA node 1's; an allocator taking the first free GPU gives both node 0's. The
+#: DRA pods' claims are made from ResourceClaimTemplates, as a Job's or a Deployment's
+#: pods' are (i and j use claims by name).
 MIXED = (
-    PodTemplate(name="dra-0", cpu="2", dra_gpus=1),
+    PodTemplate(name="dra-0", cpu="2", dra_gpus=1, claim_template=True),
     PodTemplate(name="plugin-0", cpu="2", gpus=1),
-    PodTemplate(name="dra-1", cpu="2", dra_gpus=1),
+    PodTemplate(name="dra-1", cpu="2", dra_gpus=1, claim_template=True),
     PodTemplate(name="plugin-1", cpu="2", gpus=1),
 )
 

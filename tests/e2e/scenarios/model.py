@@ -46,6 +46,10 @@ class PodTemplate:
     #: A ``matchAttribute: resource.kubernetes.io/numaNode`` constraint over the claim's
     #: requests: the allocator must take every device from one NUMA node.
     same_numa_node: bool = False
+    #: The claim comes from a ResourceClaimTemplate (``<pod>-claim``), as a Job's or a
+    #: Deployment's pods' do: the resourceclaim controller makes the pod's claim from it
+    #: and names it in the pod's status; else the pod names its ResourceClaim itself.
+    claim_template: bool = False
 
     @property
     def prebound(self) -> bool:
