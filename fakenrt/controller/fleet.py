@@ -134,7 +134,7 @@ class Fleet:
                 per_node[pod.node].append(pod)
         effects: list[Effect] = []
         for name, model in self.nodes.items():
-            ordered = sorted(per_node.get(name, ()), key=recovery_order)
+            ordered = sorted(per_node.get(name, ()), key=recovery_order(self.settings.seed))
             effects += model.recover(ordered, now, recorded.get(name))
         return effects
 
@@ -154,7 +154,7 @@ class Fleet:
             for key, tracked in list(model.pods.items()):
                 if key not in current or current[key].uid != tracked.pod.uid:
                     effects += model.deleted(tracked.pod, now)
-            for pod in sorted(current.values(), key=recovery_order):
+            for pod in sorted(current.values(), key=recovery_order(self.settings.seed)):
                 effects += model.observe(pod, now)
         return effects
 

@@ -20,7 +20,8 @@ Annotations the controller reads and writes (``fakenrt.io/``):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,10 +132,20 @@ def _strings(raw: object) -> dict[str, str]:
     return {str(k): v for k, v in raw.items() if isinstance(v, str)}
 
 
-def recovery_order(pod: ObservedPod) -> tuple[int, int, float, str]:
+def recovery_order(seed: int) -> Callable[[ObservedPod], tuple[int, int, float, bytes, str]]:
     """Sort key that re-creates a node's admission order after a restart: pods the
     controller admitted before (sequence annotation) first, by sequence; then the rest by
-    creation time, then name (a stable, documented tie-break)."""
-    if pod.sequence is not None:
-        return (0, pod.sequence, 0.0, pod.key)
-    return (1, 0, pod.created, pod.key)
+    creation time, and pods of one creation second in an order drawn from ``seed`` and the
+    pod's name. The kubelet sorts a batch by ``creationTimestamp`` - whole seconds - and
+    leaves ties in the order of an unordered store (``HandlePodAdditions``,
+    ``pkg/kubelet/kubelet.go``), so a burst of one second may come in any order; breaking
+    ties by name would admit a burst named in bind order in bind order, always. Seeded, so
+    a run is reproducible (the controller's ``--seed``)."""
+
+    def key(pod: ObservedPod) -> tuple[int, int, float, bytes, str]:
+        if pod.sequence is not None:
+            return (0, pod.sequence, 0.0, b"", pod.key)
+        tie = hashlib.blake2b(f"{seed}/{pod.key}".encode(), digest_size=8).digest()
+        return (1, 0, pod.created, tie, pod.key)
+
+    return key
