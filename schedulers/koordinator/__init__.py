@@ -54,6 +54,9 @@ KOORDLET = Adapter(
     nrt={"koordlet": True},
     # NodeNUMAResource refuses a node with "Unsatisfied NUMA <resource>" (FailedScheduling).
     unschedulable=Unschedulable(),
+    # The profile keeps kube-scheduler's default plugins, DynamicResources among them
+    # (koord-scheduler builds on the in-tree registry): it allocates and reserves claims.
+    allocates_claims=True,
     claims=frozenset(),
     here=HERE,
 )
