@@ -54,6 +54,14 @@ rm -rf "$ctx/site/bin" "$ctx/wheels" "$ctx"/site/*.dist-info/direct_url.json
 sed -i '/direct_url\.json,/d' "$ctx"/site/*.dist-info/RECORD
 find "$ctx/site" "$ctx/bin" -exec touch -h -d @0 {} +
 cp "$REPO_ROOT/Dockerfile" "$ctx/"
+# The tag moves to the new image; the one it named before would stay behind untagged
+# (about 600 MB a build: a CI machine filled its disk with them). Removed unless
+# something still uses it (a container, another tag): then docker refuses, and it stays.
+previous=$(docker image inspect -f '{{.Id}}' "$PROJECT_IMAGE" 2>/dev/null || true)
 docker_build --build-arg "BASE=$DEBIAN_IMAGE" -t "$PROJECT_IMAGE" "$ctx"
+current=$(docker image inspect -f '{{.Id}}' "$PROJECT_IMAGE")
+if [[ -n $previous && $previous != "$current" ]]; then
+  docker image rm "$previous" >/dev/null 2>&1 || log "kept the replaced image $previous (in use)"
+fi
 log "built $PROJECT_IMAGE"
 echo "$PROJECT_IMAGE"
