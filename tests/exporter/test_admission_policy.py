@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry
 
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
 from exporter.health import Health
+from exporter.kube_events import misaligned_event
 from exporter.kube_pods import PodApi
 from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher
@@ -110,7 +111,18 @@ def installed(control_plane: ControlPlane, api_client: client.ApiClient) -> str:
     body = {"metadata": {"annotations": {OBSERVED_PLACEMENT: "[]"}}}
     wait_until(
         lambda: _status(_patch(sa, NAMESPACE, probe, body))[0] == 403,
-        what="the admission policy to be enforced",
+        what="the admission policy on pods to be enforced",
+    )
+    # Each policy comes through the informer on its own: the events one may lag the pods
+    # one (a test once saw another node's Event admitted).
+    event = misaligned_event(
+        namespace=NAMESPACE, pod=probe, uid="probe", node="no-such-node", message="probe",
+        now=time.time(),
+    )  # fmt: skip
+    events = client.CoreV1Api(sa)
+    wait_until(
+        lambda: _status(lambda: events.create_namespaced_event(NAMESPACE, event))[0] == 403,
+        what="the admission policy on events to be enforced",
     )
     sa.close()
     return NAMESPACE
@@ -267,7 +279,7 @@ def test_events_only_dra_misaligned_from_the_own_node(
     control_plane: ControlPlane, api_client: client.ApiClient, installed: str, namespace: str,
     nodes: tuple[str, str], caplog: pytest.LogCaptureFixture,
 ) -> None:  # fmt: skip
-    from exporter.kube_events import MisalignedEvents, misaligned_event
+    from exporter.kube_events import MisalignedEvents
     from exporter.kubeclient import KubeClient
     from exporter.kubesettings import ClusterConfig
     from exporter.pods import PodView
