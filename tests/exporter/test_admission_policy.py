@@ -24,12 +24,15 @@ from prometheus_client import CollectorRegistry
 
 from exporter.annotations import OBSERVED_MEMORY_GROUPS, OBSERVED_PLACEMENT
 from exporter.health import Health
-from exporter.kube_events import misaligned_event
+from exporter.kube_events import MisalignedEvents, misaligned_event
 from exporter.kube_pods import PodApi
+from exporter.kubeclient import KubeClient
+from exporter.kubesettings import ClusterConfig
 from exporter.metrics import ExporterMetrics
 from exporter.patching import Patcher
 from exporter.pod_cache import PodCache
 from exporter.podresources_client import PodResourcesClient
+from exporter.pods import PodView
 from exporter.reconciler import Reconciler
 from exporter.sysfs import read_cpu_numa_map
 from tests.controlplane.cluster import ControlPlane
@@ -279,10 +282,6 @@ def test_events_only_dra_misaligned_from_the_own_node(
     control_plane: ControlPlane, api_client: client.ApiClient, installed: str, namespace: str,
     nodes: tuple[str, str], caplog: pytest.LogCaptureFixture,
 ) -> None:  # fmt: skip
-    from exporter.kube_events import MisalignedEvents
-    from exporter.kubeclient import KubeClient
-    from exporter.kubesettings import ClusterConfig
-    from exporter.pods import PodView
 
     node_a, node_b = nodes
     pod = create_pod(api_client, namespace, "train", node=node_a)
