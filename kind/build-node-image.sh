@@ -148,6 +148,7 @@ kind_base() {
     docker_build --build-arg "BASE=$DEBIAN_IMAGE" -t "$tag" "$ctx" >/dev/null \
       || { rm -rf "$ctx"; die "building $tag failed"; }
     rm -rf "$ctx"
+    drop_other_tags numa-testkit/kind-base "$tag"
   fi
   echo "$tag"
 }
@@ -177,6 +178,7 @@ node_image() {
       --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' \
       --change 'CMD []' \
       "$cid" "$tag" >/dev/null
+    drop_other_tags numa-testkit/kind-node "$tag"
   fi
   echo "$tag"
 }

@@ -54,6 +54,21 @@ docker_build() {
 # have_image TAG -> true if the Docker engine has that image.
 have_image() { docker image inspect "$1" >/dev/null 2>&1; }
 
+# drop_other_tags REPOSITORY TAG - removes the images of REPOSITORY other than TAG: once a
+# changed input gives a new key, the images of the old keys (1-2 GB each) would stay
+# forever. An image still in use (a Kind cluster's container) is kept: docker refuses.
+drop_other_tags() {
+  local repo=$1 keep=$2 other
+  while read -r other; do
+    [[ $other == "$keep" ]] && continue
+    if docker image rm "$other" >/dev/null 2>&1; then
+      log "removed $other (replaced by $keep)"
+    else
+      log "kept $other (in use)"
+    fi
+  done < <(docker image ls --format '{{.Repository}}:{{.Tag}}' "$repo")
+}
+
 # apt_install PKG... installs Debian packages that are missing (machine-wide).
 apt_install() {
   local missing=() pkg
