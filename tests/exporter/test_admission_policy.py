@@ -282,7 +282,6 @@ def test_events_only_dra_misaligned_from_the_own_node(
     control_plane: ControlPlane, api_client: client.ApiClient, installed: str, namespace: str,
     nodes: tuple[str, str], caplog: pytest.LogCaptureFixture,
 ) -> None:  # fmt: skip
-
     node_a, node_b = nodes
     pod = create_pod(api_client, namespace, "train", node=node_a)
     token = _bound_token(api_client, node_a)
