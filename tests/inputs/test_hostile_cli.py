@@ -531,7 +531,9 @@ PARALLEL = 4
 @pytest.fixture(scope="module")
 def outcomes(request: pytest.FixtureRequest, inputs: Path) -> dict[str, tuple[list[str], str]]:
     """The outcome of every selected case, run PARALLEL at a time the first time one is
-    asked for (the hostile files are made first, one thread)."""
+    asked for (the hostile files are made first, one thread). The cases are the session's:
+    make pytest's ``--dist loadfile`` keeps this file on one pytest-xdist worker, which
+    runs them once."""
     selected = [
         case
         for item in request.session.items
