@@ -20,10 +20,13 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 echo "install.sh: installing Debian's prometheus package (promtool, prometheus)" >&2
 export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq >&2
+# The Kind node image's build may be installing its packages at the same time (make
+# test runs it in the background): wait for dpkg's lock rather than fail.
+lock=(-o DPkg::Lock::Timeout=600)
+"${sudo[@]}" apt-get "${lock[@]}" update -qq >&2
 # The package's service is not wanted: the tests run the binary themselves. Where
 # policy-rc.d forbids starting services (containers) it stays stopped anyway.
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends prometheus >&2
+"${sudo[@]}" apt-get "${lock[@]}" install -y -qq --no-install-recommends prometheus >&2
 if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
   echo "install.sh: the prometheus package installed but promtool/prometheus are not on PATH" >&2
   exit 1

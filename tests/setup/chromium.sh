@@ -13,8 +13,9 @@ if [[ -z "$bin" ]]; then
         sudo="sudo -n"
     fi
     echo "installing Debian's chromium (headless browser for the report test)" >&2
-    $sudo apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+    # make test builds the Kind node image beside this: wait for dpkg's lock, not fail
+    $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
         chromium fonts-dejavu-core >&2
     bin="$(find_chromium)"
 fi
