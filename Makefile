@@ -171,8 +171,8 @@ test: $(VENV)/.installed-dev
 	   $(BIN)/python -m schedulers.building $(CI_SCHEDULERS) >/dev/null && \
 	   $(MAKE) --no-print-directory scorecard-ci SCORECARD_ARGS="--scheduler $(CI_SCHEDULERS)" \
 	 ) >build/scorecard-ci.log 2>&1 & scorecard=$$!; \
-	 $(MAKE) --no-print-directory kind-test-realkubelet; realkubelet=$$?; \
-	 wait $$scorecard; scorecard=$$?; \
+	 realkubelet=0; $(MAKE) --no-print-directory kind-test-realkubelet || realkubelet=$$?; \
+	 pid=$$scorecard; scorecard=0; wait $$pid || scorecard=$$?; \
 	 echo "== scorecard (build/scorecard-ci.log, exit $$scorecard):"; cat build/scorecard-ci.log; \
 	 test $$realkubelet -eq 0 && test $$scorecard -eq 0
 
