@@ -3,10 +3,10 @@
 One Kind cluster with one or more real-kubelet workers (``fakenrt realnode render``).
 Each scenario reconfigures a worker instead of making a new cluster: its pods are deleted,
 the machine files are rewritten in place (the bind mounts show the new content), the
-scenario's KubeletConfiguration is merged onto the one ``kubeadm join`` wrote, the CPU
-and Memory Manager checkpoints are removed (a policy change needs it) and the kubelet
-restarts; the fake device plugin Pod is recreated with the scenario's profile, and for a
-node with DRA drivers the fake DRA kubelet plugin Pod (which publishes the node's
+scenario's KubeletConfiguration is merged onto the one ``kubeadm join`` wrote, the kubelet
+stops, the CPU and Memory Manager checkpoints are removed (a policy change needs it) and
+it starts again; the fake device plugin Pod is recreated with the scenario's profile, and
+for a node with DRA drivers the fake DRA kubelet plugin Pod (which publishes the node's
 ResourceSlices; the DRA checkpoint, the previous claims and the node's slices are removed
 first). Then the scenario's claims are created, and the pods one by one - with
 ``spec.nodeName``, or pinned by a node selector for the cluster's kube-scheduler to place
@@ -152,12 +152,18 @@ class RealKubeletNode:
         write_files(files_root, machine_files(profile))
         config = scenario_config(self.base_config, profile)
         before = self._kubelet_pid()
+        # The checkpoints are removed only once the old kubelet has stopped: a running one
+        # writes them again (removing a deleted pod's CPUs or memory, or on its reconcile),
+        # and a new kubelet that finds the previous scenario's machine in them refuses to
+        # start its CPU or Memory Manager and exits - systemd restarts it, and each short
+        # life renews the node's lease, so the Node stays Ready with the old capacity.
         self.node_exec(
             "sh", "-c",
-            "cat > /var/lib/kubelet/config.yaml && rm -f /var/lib/kubelet/cpu_manager_state "
+            "cat > /var/lib/kubelet/config.yaml && systemctl stop kubelet "
+            "&& rm -f /var/lib/kubelet/cpu_manager_state "
             "/var/lib/kubelet/memory_manager_state /var/lib/kubelet/dra_manager_state "
             "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint "
-            "&& systemctl restart kubelet",
+            "&& systemctl start kubelet",
             stdin=yaml.safe_dump(config),
         )  # fmt: skip
         # The new kubelet: a new process, its podresources socket, then a Node status of
@@ -166,12 +172,15 @@ class RealKubeletNode:
         wait_for("the podresources socket", self._listed)
         allocatable = node_allocatable(profile)
         expected = (str(len(profile.cpu_topology)), allocatable["cpu"], allocatable["memory"])
-        wait_for(
-            f"node {self.node} Ready with capacity / allocatable {expected}",
-            lambda: self._ready_with(expected),
-            # A restarted kubelet on a loaded machine may take minutes to post it.
-            timeout=2 * WAIT_S,
-        )
+        try:
+            wait_for(
+                f"node {self.node} Ready with capacity / allocatable {expected}",
+                lambda: self._ready_with(expected),
+                # A restarted kubelet on a loaded machine may take minutes to post it.
+                timeout=2 * WAIT_S,
+            )
+        except KindError as exc:
+            raise KindError(f"{exc}\n{self._kubelet_diagnostics()}") from exc
         if resources(profile):
             docs = device_plugin_manifests(nodes=[profile], profiles_text=profile_text, image=IMAGE)
             for doc in docs:
@@ -239,6 +248,23 @@ class RealKubeletNode:
             "delete", "resourceslices", "--field-selector", f"spec.nodeName={self.node}",
             "--ignore-not-found",
         )  # fmt: skip
+
+    def _kubelet_diagnostics(self) -> str:
+        """What the worker's kubelet did (its processes, the unit, its log's last lines),
+        for a failed wait's message."""
+        script = (
+            "ps -eo pid,lstart,args | grep -v grep | grep kubelet; "
+            "systemctl status kubelet --no-pager -n 0; "
+            'echo "restarts by systemd: $(systemctl show kubelet -p NRestarts --value)"; '
+            "echo '-- its errors:'; journalctl -u kubelet --no-pager -n 2000 -o short-precise "
+            "| grep -E ' E[0-9]{4} ' | tail -n 30; "
+            "echo '-- its last lines:'; journalctl -u kubelet --no-pager -n 30 -o short-precise; "
+            "true"
+        )
+        try:
+            return f"the worker's kubelet:\n{self.node_exec('sh', '-c', script)}"
+        except KindError as exc:
+            return f"the worker's kubelet could not be read: {exc}"
 
     def _kubelet_pid(self) -> str:
         return self.node_exec("systemctl", "show", "kubelet", "-p", "MainPID", "--value").strip()
