@@ -145,10 +145,11 @@ kind-test-realkubelet: $(VENV)/.installed-dev
 # 15-25, scheduler-plugins 5) run in the background, niced, beside the gates and the Python
 # tests, in the order they are needed; the node image's first steps (Debian, the Docker
 # engine) overlap the control plane's build, which it then waits for. Each build script
-# holds a lock while it builds, so a step that needs one waits for it. The real-kubelet session mostly waits on kubelets,
-# so the scorecard runs beside it, its output in build/scorecard-ci.log (shown when both
-# are done): 2.5-3 min less than one after the other (the scorecard 355 s instead of 270,
-# the real-kubelet cluster up in 260 s instead of 154, every assertion held).
+# holds a lock while it builds, so a step that needs one waits for it. The real-kubelet
+# session mostly waits on kubelets, so the scorecard runs beside it, its output in
+# build/scorecard-ci.log (shown when both are done): 2.5-3 min less than one after the
+# other (the scorecard 355 s instead of 270, the real-kubelet cluster up in 260 s instead
+# of 154, every assertion held).
 # The schedulers make test runs the scorecard for (docs/scorecard.md): the reference
 # scheduler, the stock kube-scheduler, KAI-Scheduler and scheduler-plugins. Volcano and
 # Koordinator run in make scorecard-ci and make scorecard: their cold builds (about 16 min
