@@ -17,7 +17,8 @@ waits, bounded, for the exporter's annotations (with the exporter) and every nod
 match what the kubelets hold, and records what did not.
 
 It polls the namespace's pods every :data:`POLL_S` (the timeline's resolution) and checks
-at every poll that no CPU or device is held by two pods. A scenario whose pods use
+at every poll that no CPU or device is held by two pods (for longer than a finished pod's
+status takes to land: ``invariants.HELD_TWICE_S``). A scenario whose pods use
 ResourceClaims gets each pod's claim created just before it, the claims listed at every
 poll (a Running pod holds its claims' devices: tests/e2e/dra.py), and - with the exporter
 - waits, bounded, until the exporters' metric and Events name exactly the pods that run
@@ -49,7 +50,7 @@ from tests.e2e.cluster import (
 )
 from tests.e2e.deployment import Deployment, ExporterMetrics, Topology
 from tests.e2e.dra import metric_misaligned, misaligned_pods, reported_misaligned, with_claims
-from tests.e2e.invariants import double_allocations, observation_mismatches
+from tests.e2e.invariants import double_allocations, lasting_doubles, observation_mismatches
 from tests.e2e.outcome import (
     Outcome,
     Transition,
@@ -117,6 +118,8 @@ class _Run:
     last_change: float = 0.0
     first_submit: float | None = None
     doubles: set[str] = field(default_factory=set)
+    #: Double holds seen, not yet for HELD_TWICE_S (tests/e2e/invariants.py), since when.
+    double_suspects: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     submitted: set[str] = field(default_factory=set)
     manifests: list[dict[str, Any]] = field(default_factory=list)
@@ -170,7 +173,9 @@ class _Run:
                 message = unschedulable_condition(pod) or ""
                 self.timeline.append(Transition(at, name, "unschedulable", message))
         self.listed = listed
-        self.doubles.update(double_allocations(listed.values(), self.held()))
+        current = double_allocations(listed.values(), self.held())
+        self.double_suspects, lasting = lasting_doubles(self.double_suspects, current, at)
+        self.doubles.update(lasting)
 
     def held(self) -> Allocations:
         """What the kubelets hold for the pods as last listed: their allocation records

@@ -100,6 +100,26 @@ def double_allocations(listed: Iterable[Mapping[str, Any]], allocations: Allocat
     return problems
 
 
+#: How long two pods must be seen holding one CPU or device before it counts as held
+#: twice. The simulated kubelet writes a finished pod's Succeeded status and the next
+#: pod's allocation record as writes of two objects, in parallel (a real kubelet's status
+#: manager is asynchronous too), so a listing between the two shows the released CPU
+#: under both pods for a moment; a double hold in the kubelet's own books lasts until one
+#: of the pods ends.
+HELD_TWICE_S = 2.0
+
+
+def lasting_doubles(
+    suspects: Mapping[str, float], current: Iterable[str], now: float
+) -> tuple[dict[str, float], set[str]]:
+    """Double holds of one listing (``current``, :func:`double_allocations`) followed over
+    time: ``suspects`` maps each to when it was first seen (those not seen again are
+    dropped: one of its pods was released). Returns the new suspects and those seen for
+    at least :data:`HELD_TWICE_S`."""
+    kept = {problem: suspects.get(problem, now) for problem in current}
+    return kept, {problem for problem, since in kept.items() if now - since >= HELD_TWICE_S}
+
+
 def expected_available(
     profile: NodeProfile, listed: Iterable[Mapping[str, Any]], allocations: Allocations
 ) -> dict[str, dict[str, int]]:

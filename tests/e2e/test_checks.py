@@ -18,7 +18,13 @@ from fakenrt.profiles import NodeProfile, parse_profiles
 from schedulers.reference import RECONSTRUCTION
 from tests.e2e.allocations import recorded_allocations
 from tests.e2e.claims import claim_problems, without_devices
-from tests.e2e.invariants import double_allocations, expected_available, observation_mismatches
+from tests.e2e.invariants import (
+    HELD_TWICE_S,
+    double_allocations,
+    expected_available,
+    lasting_doubles,
+    observation_mismatches,
+)
 from tests.e2e.outcome import Outcome, figures, prediction_agreement
 from tests.e2e.scenarios import K
 from tests.e2e.variants import VARIANTS
@@ -123,6 +129,22 @@ def test_double_allocation_is_flagged_only_among_pods_holding_resources() -> Non
     listed = [a, b, c, finished]
     assert len(double_allocations([a, b, c], recorded_allocations(listed))) == 2  # CPU 1, GPU
     assert double_allocations([a, finished], recorded_allocations(listed)) == []
+
+
+def test_a_double_hold_counts_once_it_lasts() -> None:
+    # seen at 10.0: a suspect, not yet a problem
+    suspects, lasting = lasting_doubles({}, ["n1 cpu 3: held by a and b"], 10.0)
+    assert suspects == {"n1 cpu 3: held by a and b": 10.0} and lasting == set()
+    # the finished pod's status landed: gone from the next listing, forgotten
+    assert lasting_doubles(suspects, [], 10.25) == ({}, set())
+    # still both holding it HELD_TWICE_S later: held twice; a new one starts its own clock
+    later = 10.0 + HELD_TWICE_S
+    suspects, lasting = lasting_doubles(suspects, ["n1 cpu 3: held by a and b", "n1 g: x"], later)
+    assert lasting == {"n1 cpu 3: held by a and b"}
+    assert suspects["n1 g: x"] == later
+    # gone for one listing, back again: its clock starts over
+    suspects, _ = lasting_doubles(suspects, [], later + 0.25)
+    assert lasting_doubles(suspects, ["n1 cpu 3: held by a and b"], later + 0.5)[1] == set()
 
 
 def _outcome(pods: list[dict[str, Any]], *profiles: NodeProfile, scenario: str = "t") -> Outcome:
