@@ -173,7 +173,11 @@ class _Run:
                 message = unschedulable_condition(pod) or ""
                 self.timeline.append(Transition(at, name, "unschedulable", message))
         self.listed = listed
-        current = double_allocations(listed.values(), self.held())
+        try:
+            held = self.held()
+        except Transient:  # a kubelet restarting (scenario f): checked again next poll
+            return
+        current = double_allocations(listed.values(), held)
         self.double_suspects, lasting = lasting_doubles(self.double_suspects, current, at)
         self.doubles.update(lasting)
 
@@ -322,7 +326,10 @@ class _Run:
             OBSERVED_MEMORY_GROUPS in annotations_of(listed[n]) for n in names
         ):
             return False
-        held = self.held()
+        try:
+            held = self.held()
+        except Transient:  # a kubelet restarting: not yet
+            return False
         return all(
             nrt_converged(self.kube, p, listed.values(), held) for p in self.deployment.profiles
         )
@@ -383,7 +390,13 @@ class _Run:
         profiles = {p.name: p for p in self.deployment.profiles}
         while True:
             self.poll()
-            held = self.held()
+            try:
+                held = self.held()
+            except Transient:  # a kubelet restarting: asked again until the deadline
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(POLL_S)
+                continue
             observed: list[str] = []
             if self.variant.exporter:
                 observed = observation_mismatches(self.listed.values(), profiles, held)
