@@ -29,7 +29,9 @@ churn):
 
 * start: time from the process starting to the first and the last of the 110 pods
   annotated, and the process's CPU time until the first and until the last;
-* steady state over ``--steady-seconds`` (>= 60): CPU per pass, API writes, RSS;
+* steady state over ``--steady-seconds`` (>= 60): CPU per pass, API writes, RSS; beside
+  it, the library's floor: a process making only the exporter's List call once a second
+  (its client, grpcio), and numa-exporter's own share above it;
 * the same with the pods listed in a new order on every List (as the kubelet may);
 * a burst: 110 new pods listed by the kubelet, Running 3 s later, CPU from before they
   are listed until all are annotated;
@@ -128,6 +130,20 @@ rss0, cpu0 = rss(), time.process_time()
 for name in modules:
     __import__(name)
 print(time.process_time() - cpu0, rss() - rss0)
+"""
+#: The library's floor under a steady pass: a fresh interpreter started as the exporter is,
+#: making the exporter's List call (its client, its gRPC settings) once a second and nothing
+#: else - what grpcio costs per pass before any of numa-exporter's own work.
+GRPC_FLOOR_PROBE = """
+import sys, time
+from pathlib import Path
+from exporter.podresources_settings import configure_grpc_core
+configure_grpc_core()
+from exporter.podresources_client import PodResourcesClient
+client = PodResourcesClient(Path(sys.argv[1]))
+while True:
+    client.list_raw()
+    time.sleep(1 - time.monotonic() % 1)
 """
 #: the standard-library modules the daemon imports, one name a line
 STDLIB_PROBE = """
@@ -392,6 +408,9 @@ FIGURES: dict[str, tuple[str, str, str, Verdict]] = {
                 "<= 1.0 ms and < Go's", lambda v, go: v <= 1.0 and (go is None or v < go)),
     "pass_ns_ms": ("  the same from schedstat (ns resolution)", "{:.3f} ms",
                    "<= 1.0 ms and < Go's", lambda v, go: v <= 1.0 and (go is None or v < go)),
+    "floor_ms": ("  grpcio's List call alone, once a second (schedstat)", "{:.3f} ms",
+                 "(the library's floor)", None),
+    "own_ms": ("  numa-exporter's own share (pass - floor)", "{:.3f} ms", "(reported)", None),
     "writes": ("API writes in steady state", "{:.0f}", "0", lambda v, _: v == 0),
     "rss_mib": ("RSS in steady state", "{:.1f} MiB", "<= 64 MiB", lambda v, _: v <= 64),
     "shuffled_ms": ("steady, pods in a new order every List (schedstat)", "{:.3f} ms",
@@ -590,6 +609,25 @@ class Bench:
             proc_rss_mib(self.pid),
         )
 
+    def grpc_floor(self, seconds: float) -> float:
+        """CPU ms per call of :data:`GRPC_FLOOR_PROBE` (one call at every whole second)
+        against the same podresources server listing the same 110 pods, over ``seconds``,
+        beside the exporter under test."""
+        probe = subprocess.Popen(
+            [image_python(), "-S", "-c", GRPC_FLOOR_PROBE, str(self.fake.socket_path)],
+            env=self.env,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            time.sleep(3)  # started, connected, past its first calls
+            ns0 = proc_cpu_ns(probe.pid)
+            time.sleep(seconds)
+            ns1 = proc_cpu_ns(probe.pid)
+        finally:
+            probe.terminate()
+            probe.wait(timeout=30)
+        return (ns1 - ns0) / round(seconds) / 1e6
+
     def measure(self, exporter: Exporter) -> dict[str, float]:
         """Every figure of one exporter, printed as it is taken; the exporter is stopped
         and its pods removed at the end."""
@@ -610,7 +648,14 @@ class Bench:
         out["pass_ms"], out["pass_ns_ms"], out["writes"], out["rss_mib"] = self.steady(
             exporter, args.steady_seconds
         )
-        for key in ("pass_ms", "pass_ns_ms", "writes", "rss_mib"):
+        for key in ("pass_ms", "pass_ns_ms"):
+            print_figure(key, out[key])
+        if not exporter.go:
+            out["floor_ms"] = self.grpc_floor(args.steady_seconds)
+            out["own_ms"] = out["pass_ns_ms"] - out["floor_ms"]
+            print_figure("floor_ms", out["floor_ms"])
+            print_figure("own_ms", out["own_ms"])
+        for key in ("writes", "rss_mib"):
             print_figure(key, out[key])
         shares = ", ".join(
             f"{name} {ms:.3f} ms"
