@@ -120,6 +120,9 @@ class _Run:
     doubles: set[str] = field(default_factory=set)
     #: Double holds seen, not yet for HELD_TWICE_S (tests/e2e/invariants.py), since when.
     double_suspects: dict[str, float] = field(default_factory=dict)
+    #: What the kubelets held at the last poll, for the pods it listed; None when that poll
+    #: could not ask them (the API or a kubelet restarting, scenario f).
+    held_now: Allocations | None = None
     notes: list[str] = field(default_factory=list)
     submitted: set[str] = field(default_factory=set)
     manifests: list[dict[str, Any]] = field(default_factory=list)
@@ -141,6 +144,7 @@ class _Run:
         """List the pods (and, every EVENTS_EVERY_S, the events); extend the timeline.
         Raises AssertionError when a component exited."""
         self.deployment.check_alive()
+        self.held_now = None
         try:
             listed = pods(self.kube, self.namespace)
             if self.scenario.needs_claims:
@@ -174,8 +178,8 @@ class _Run:
                 self.timeline.append(Transition(at, name, "unschedulable", message))
         self.listed = listed
         try:
-            held = self.held()
-        except Transient:  # a kubelet restarting (scenario f): checked again next poll
+            self.held_now = held = self.held()
+        except Transient:  # a kubelet restarting (scenario f): asked again next poll
             return
         current = double_allocations(listed.values(), held)
         self.double_suspects, lasting = lasting_doubles(self.double_suspects, current, at)
@@ -326,9 +330,8 @@ class _Run:
             OBSERVED_MEMORY_GROUPS in annotations_of(listed[n]) for n in names
         ):
             return False
-        try:
-            held = self.held()
-        except Transient:  # a kubelet restarting: not yet
+        held = self.held_now
+        if held is None:  # not answered at this poll: not yet
             return False
         return all(
             nrt_converged(self.kube, p, listed.values(), held) for p in self.deployment.profiles
@@ -390,11 +393,10 @@ class _Run:
         profiles = {p.name: p for p in self.deployment.profiles}
         while True:
             self.poll()
-            try:
-                held = self.held()
-            except Transient:  # a kubelet restarting: asked again until the deadline
+            held = self.held_now
+            if held is None:  # not answered at this poll: asked again until the deadline
                 if time.monotonic() >= deadline:
-                    raise
+                    raise AssertionError("podresources did not answer by the convergence deadline")
                 time.sleep(POLL_S)
                 continue
             observed: list[str] = []
