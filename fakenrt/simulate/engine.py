@@ -484,6 +484,12 @@ class Simulation:
         self._cycle_tick = None
         quiet: float | None = None
         while True:
+            if self.books is not None and not self._changed:
+                if quiet is None:
+                    quiet = self._quiet_until()
+                tick = self._parked_only(tick, quiet)
+                if tick < 0:
+                    return
             self._last_tick = tick
             if not self._tick(self.clock.now):
                 quiet = None  # a bind may have set a timer or queued an event
@@ -502,6 +508,65 @@ class Simulation:
                 self._arm_cycle(earliest)
                 return
             self.clock.now = at
+
+    def _parked_only(self, tick: int, quiet: float) -> int:
+        """Run the ticks from ``tick`` (at ``clock.now``) on at which only parked pods come
+        due whose shapes still fit nowhere, before ``quiet`` (nothing else is due before
+        it, so no node moves and no pod is bound in between): each counted as
+        :meth:`_tick` counts it - the cycle, the stale NRT reads, the batch's attempts -
+        and its batches moved on, without the general tick's steps. Returns the tick at
+        which a general tick must run (``clock.now`` set to it), or -1 when the next cycle
+        is armed for later (nothing more to do in this stretch)."""
+        books = self.books
+        assert books is not None
+        lot = self._parked
+        rec = self.rec
+        period = self.settings.period
+        maximum = self.backoff.maximum
+        horizon = self.horizon
+        lagged = self.reads_lagged_nrt
+        moves = books.moves
+        retries = self._retries
+        pending = self.pending
+        # The earliest attempt of a pod that is not parked (its entry checked as
+        # _earliest_retry checks it); no pod's attempt moves within the stretch.
+        retry_at = float("inf")
+        while retries:
+            at, _, key = retries[0]
+            record = pending.get(key)
+            if record is not None and record.next_try == at:
+                retry_at = at
+                break
+            heapq.heappop(retries)
+        now = self.clock.now
+        while True:
+            if retry_at <= now:
+                return tick
+            due = lot.due(now)
+            if not due:
+                return tick  # (no parked pod due: the general tick decides)
+            for batch in due:
+                if batch.verified != moves:
+                    if not all(books.fits_nowhere(m[0].spec, s) for s, m in batch.shapes.items()):
+                        lot.restore(due)
+                        return tick
+                    batch.verified = moves
+            self._last_tick = tick
+            rec.cycles += 1
+            if lagged:
+                self._count_staleness(now)
+            for batch in due:
+                rec.unschedulable_attempts += batch.size()
+                lot.repark(batch, now + maximum)
+            earliest = lot.earliest()
+            if earliest is None or retry_at < earliest:
+                earliest = retry_at
+            tick = self._next_tick(earliest)
+            at = tick * period
+            if at > horizon or not at < quiet:
+                self._arm_cycle(earliest)
+                return -1
+            self.clock.now = now = at
 
     def _quiet_until(self) -> float:
         """When the run loop next has something other than a cycle to do (an event or a
@@ -525,11 +590,6 @@ class Simulation:
         self.rec.cycles += 1
         if self.reads_lagged_nrt:
             self._count_staleness(now)
-        if not ready and self._still_nowhere(parked):
-            # Nothing changed since these shapes last fitted nowhere: the cycle would try
-            # each parked pod and fail it.
-            self._fail_parked(parked, now)
-            return True
         cycle = self._new_cycle()
         # Pods in the scheduling queue's order (priority, then creation).
         queue = [(_order(r), r) for r in ready]
@@ -561,7 +621,8 @@ class Simulation:
     # pods due at the same moment, as long as its shape still fits nowhere when they come
     # up - decided as a cycle decides it (ClusterBooks.fits_nowhere: re-checked on the
     # nodes that moved since) at their place in the queue. Results are exactly those of
-    # attempting each.
+    # attempting each. A tick at which only such pods come due, with the books up to date,
+    # is run by _parked_only (and the ticks after it, up to the next event or timer).
 
     def _unpark(
         self,
@@ -592,20 +653,6 @@ class Simulation:
                     batch.shapes[shape] = stay
                 else:
                     del batch.shapes[shape]
-
-    def _still_nowhere(self, parked: list[Batch[PodRecord]]) -> bool:
-        """Whether the books are up to date and every due parked pod's shape is known to
-        fit nowhere (what :meth:`_unpark` checks first: it would then unpark no one)."""
-        books = self.books
-        if books is None or self._changed:
-            return False
-        moves = books.moves
-        for batch in parked:
-            if batch.verified != moves:
-                if not all(books.fits_nowhere(m[0].spec, s) for s, m in batch.shapes.items()):
-                    return False
-                batch.verified = moves
-        return True
 
     def _fail_parked(self, parked: list[Batch[PodRecord]], now: float) -> None:
         """Parked pods attempted in this cycle while their shape fitted nowhere: counted,

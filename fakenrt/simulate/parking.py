@@ -80,6 +80,11 @@ class ParkingLot(Generic[R]):
             out.append(batch)
         return out
 
+    def restore(self, batches: Iterable[Batch[R]]) -> None:
+        """Put back batches taken out by :meth:`due` and not attempted."""
+        for batch in batches:
+            self._add(batch)
+
     def earliest(self) -> float | None:
         """The next attempt of a parked pod (None: no pod is parked)."""
         return self._heap[0][0] if self._heap else None

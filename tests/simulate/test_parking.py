@@ -45,3 +45,21 @@ def test_merging_two_batches_known_at_one_version_keeps_it() -> None:
     assert batch.shapes == {"A": ["a1", "a2"], "B": ["b1"]} and batch.verified == 3
     lot.repark(Batch(0.0, {}), 40.0)  # an emptied batch is dropped
     assert lot.earliest() is None
+
+
+def test_batches_taken_out_and_not_attempted_are_put_back_as_they_were() -> None:
+    lot: ParkingLot[str] = ParkingLot()
+    lot.park(["a1"], "A", 10.0)
+    lot.park(["b1"], "B", 12.0)
+    lot.park(["c1"], "C", 30.0)
+    due = lot.due(12.0)
+    assert [b.next_try for b in due] == [10.0, 12.0]
+    due[0].verified = 5
+    lot.restore(due)
+    assert lot.earliest() == 10.0
+    again = lot.due(12.0)
+    assert again == due and again[0].verified == 5
+    lot.restore(again)
+    lot.park(["a2"], "A", 10.0)  # still the batch of its moment
+    (first, _) = lot.due(12.0)
+    assert first.shapes == {"A": ["a1", "a2"]}
