@@ -484,14 +484,8 @@ class Simulation:
         self._cycle_tick = None
         quiet: float | None = None
         while True:
-            if self.books is not None and not self._changed:
-                if quiet is None:
-                    quiet = self._quiet_until()
-                tick = self._parked_only(tick, quiet)
-                if tick < 0:
-                    return
             self._last_tick = tick
-            if not self._tick(self.clock.now):
+            if not (self._parked_only(self.clock.now) or self._tick(self.clock.now)):
                 quiet = None  # a bind may have set a timer or queued an event
             if not self.pending:
                 return
@@ -509,64 +503,32 @@ class Simulation:
                 return
             self.clock.now = at
 
-    def _parked_only(self, tick: int, quiet: float) -> int:
-        """Run the ticks from ``tick`` (at ``clock.now``) on at which only parked pods come
-        due whose shapes still fit nowhere, before ``quiet`` (nothing else is due before
-        it, so no node moves and no pod is bound in between): each counted as
-        :meth:`_tick` counts it - the cycle, the stale NRT reads, the batch's attempts -
-        and its batches moved on, without the general tick's steps. Returns the tick at
-        which a general tick must run (``clock.now`` set to it), or -1 when the next cycle
-        is armed for later (nothing more to do in this stretch)."""
+    def _parked_only(self, now: float) -> bool:
+        """The tick at ``now`` when only parked pods come due, their shapes still fitting
+        nowhere and the books up to date: counted as :meth:`_tick` counts it - the cycle,
+        the stale NRT reads, the batches' attempts - and the batches moved on, without the
+        general tick's queue and cycle. False (nothing done): the general tick must run."""
         books = self.books
-        assert books is not None
-        lot = self._parked
-        rec = self.rec
-        period = self.settings.period
-        maximum = self.backoff.maximum
-        horizon = self.horizon
-        lagged = self.reads_lagged_nrt
+        if books is None or self._changed:
+            return False
+        retry = self._next_retry()
+        if retry is not None and retry <= now:
+            return False
+        due = self._parked.due(now)
+        if not due:
+            return False
         moves = books.moves
-        retries = self._retries
-        pending = self.pending
-        # The earliest attempt of a pod that is not parked (its entry checked as
-        # _earliest_retry checks it); no pod's attempt moves within the stretch.
-        retry_at = float("inf")
-        while retries:
-            at, _, key = retries[0]
-            record = pending.get(key)
-            if record is not None and record.next_try == at:
-                retry_at = at
-                break
-            heapq.heappop(retries)
-        now = self.clock.now
-        while True:
-            if retry_at <= now:
-                return tick
-            due = lot.due(now)
-            if not due:
-                return tick  # (no parked pod due: the general tick decides)
-            for batch in due:
-                if batch.verified != moves:
-                    if not all(books.fits_nowhere(m[0].spec, s) for s, m in batch.shapes.items()):
-                        lot.restore(due)
-                        return tick
-                    batch.verified = moves
-            self._last_tick = tick
-            rec.cycles += 1
-            if lagged:
-                self._count_staleness(now)
-            for batch in due:
-                rec.unschedulable_attempts += batch.size()
-                lot.repark(batch, now + maximum)
-            earliest = lot.earliest()
-            if earliest is None or retry_at < earliest:
-                earliest = retry_at
-            tick = self._next_tick(earliest)
-            at = tick * period
-            if at > horizon or not at < quiet:
-                self._arm_cycle(earliest)
-                return -1
-            self.clock.now = now = at
+        for batch in due:
+            if batch.verified != moves:
+                if not all(books.fits_nowhere(m[0].spec, s) for s, m in batch.shapes.items()):
+                    self._parked.restore(due)
+                    return False
+                batch.verified = moves
+        self.rec.cycles += 1
+        if self.reads_lagged_nrt:
+            self._count_staleness(now)
+        self._fail_parked(due, now)
+        return True
 
     def _quiet_until(self) -> float:
         """When the run loop next has something other than a cycle to do (an event or a
@@ -622,7 +584,7 @@ class Simulation:
     # up - decided as a cycle decides it (ClusterBooks.fits_nowhere: re-checked on the
     # nodes that moved since) at their place in the queue. Results are exactly those of
     # attempting each. A tick at which only such pods come due, with the books up to date,
-    # is run by _parked_only (and the ticks after it, up to the next event or timer).
+    # is run by _parked_only alone.
 
     def _unpark(
         self,
@@ -714,15 +676,22 @@ class Simulation:
         self._sequence += 1
         heapq.heappush(self._retries, (record.next_try, self._sequence, record.key))
 
-    def _earliest_retry(self) -> float | None:
-        earliest = self._parked.earliest()
+    def _next_retry(self) -> float | None:
+        """The next attempt of a pending pod that is not parked (entries of pods bound or
+        re-timed since are dropped on the way)."""
         while self._retries:
             at, _, key = self._retries[0]
             record = self.pending.get(key)
             if record is not None and record.next_try == at:
-                return at if earliest is None else min(at, earliest)
+                return at
             heapq.heappop(self._retries)
-        return earliest
+        return None
+
+    def _earliest_retry(self) -> float | None:
+        parked, retry = self._parked.earliest(), self._next_retry()
+        if retry is None:
+            return parked
+        return retry if parked is None else min(retry, parked)
 
     def _bind(self, record: PodRecord, decision: Decision) -> None:
         node = decision.node
