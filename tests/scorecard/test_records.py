@@ -155,13 +155,13 @@ def test_held_twice_is_a_harness_problem() -> None:
 
 
 def test_findings_are_filed_under_their_claim_and_counted_as_broken_only_if_claimed() -> None:
-    """Scenario b's check belongs to the claim `aligned`; the reference scheduler's stale
-    mode makes it, an adapter without claims does not - the same finding, asserted for
+    """Scenario b's check belongs to the claim `aligned`; the reference scheduler makes
+    it, an adapter without claims does not - the same finding, asserted for
     one and reported for the other."""
     finding = replace(SCENARIOS["b"], check=lambda o: ["two ran, three expected"])
     o = outcome([pod("x", cpus="0")])
-    claimed = _record(o, _cell(finding, STALE_NRT))
-    unclaimed = _record(o, _cell(finding, replace(STALE_NRT, claims=frozenset())))
+    claimed = _record(o, _cell(finding, RECONSTRUCTION))
+    unclaimed = _record(o, _cell(finding, replace(RECONSTRUCTION, claims=frozenset())))
     assert claimed["findings"][Claim.ALIGNED.value] == ["two ran, three expected"]
     assert broken_claims(claimed) == ["aligned: two ran, three expected"]
     assert broken_claims(unclaimed) == [] and all_findings(unclaimed) == all_findings(claimed)
