@@ -409,7 +409,7 @@ class Simulation:
             attempt=attempt,
             gpus=item.gpus,
             next_try=self.clock.now,
-            shape=pod_shape(spec),
+            shape=item.shape,
         )
         log.current = record
         log.zones = None
@@ -485,7 +485,11 @@ class Simulation:
         quiet: float | None = None
         while True:
             self._last_tick = tick
-            if not (self._parked_only(self.clock.now) or self._tick(self.clock.now)):
+            if self._parked_only(self.clock.now):
+                if quiet is None:
+                    quiet = self._quiet_until()
+                self._parked_run(quiet)
+            elif not self._tick(self.clock.now):
                 quiet = None  # a bind may have set a timer or queued an event
             if not self.pending:
                 return
@@ -529,6 +533,43 @@ class Simulation:
             self._count_staleness(now)
         self._fail_parked(due, now)
         return True
+
+    def _parked_run(self, quiet: float) -> None:
+        """After a parked-only tick, the ticks that follow before ``quiet`` while they are
+        parked-only too, run as :meth:`_cycle` would run them one by one through
+        :meth:`_parked_only`, without the general loop's steps between them. Nothing a
+        parked-only tick does queues an attempt, changes a node or sets a timer, so the
+        next attempt of a pod not parked and the books' version stay as they are. Returns
+        (nothing done for it) at the first tick that is not parked-only or not here."""
+        books, lot = self.books, self._parked
+        assert books is not None
+        retry = self._next_retry()
+        moves = books.moves
+        period, horizon, maximum = self.settings.period, self.horizon, self.backoff.maximum
+        rec, lagged = self.rec, self.reads_lagged_nrt
+        while True:
+            earliest = lot.earliest()
+            if earliest is None or (retry is not None and retry <= earliest):
+                return
+            tick = max(int(-(-earliest // period)), self._last_tick + 1)
+            now = tick * period
+            if now > horizon or not now < quiet or (retry is not None and retry <= now):
+                return
+            due = lot.due(now)
+            for batch in due:
+                if batch.verified != moves:
+                    if not all(books.fits_nowhere(m[0].spec, s) for s, m in batch.shapes.items()):
+                        lot.restore(due)
+                        return
+                    batch.verified = moves
+            self.clock.now = now
+            self._last_tick = tick
+            rec.cycles += 1
+            if lagged:
+                self._count_staleness(now)
+            for batch in due:
+                rec.unschedulable_attempts += batch.size()
+                lot.repark(batch, now + maximum)
 
     def _quiet_until(self) -> float:
         """When the run loop next has something other than a cycle to do (an event or a
@@ -602,7 +643,7 @@ class Simulation:
             for shape, members in list(batch.shapes.items()):
                 if books.fits_nowhere(members[0].spec, shape):
                     continue
-                batch.verified = None
+                batch.verified = batch.counted = None
                 stay = []
                 for record in members:
                     place = _order(record)

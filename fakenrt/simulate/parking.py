@@ -30,9 +30,14 @@ class Batch(Generic[R]):
     #: The books' version when every shape here was last known to fit nowhere (None:
     #: not known).
     verified: int | None = None
+    #: How many pods ``shapes`` holds, once counted (None: not counted since it changed;
+    #: whoever changes ``shapes`` sets it to None).
+    counted: int | None = None
 
     def size(self) -> int:
-        return sum(map(len, self.shapes.values()))
+        if self.counted is None:
+            self.counted = sum(map(len, self.shapes.values()))
+        return self.counted
 
 
 class ParkingLot(Generic[R]):
@@ -55,7 +60,7 @@ class ParkingLot(Generic[R]):
             batch = Batch(next_try)
             self._add(batch)
         batch.shapes.setdefault(shape, []).extend(records)
-        batch.verified = None
+        batch.verified = batch.counted = None
 
     def repark(self, batch: Batch[R], next_try: float) -> None:
         """Move a batch that came due (its pods failed again) to ``next_try``."""
@@ -68,6 +73,7 @@ class ParkingLot(Generic[R]):
             return
         for shape, members in batch.shapes.items():
             kept.shapes.setdefault(shape, []).extend(members)
+        kept.counted = None
         if kept.verified != batch.verified:
             kept.verified = None
 
