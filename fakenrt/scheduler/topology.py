@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import combinations
 
+from fakenrt.scheduler.hashed import Hashed
 from fakenrt.scheduler.masks import mask_of
 
 POLICY_NONE = "none"
@@ -109,21 +110,24 @@ class NumaTopology:
     def static(self) -> object:
         """What a pod's verdict and scores read of this NRT besides the free amounts:
         policy, scope, managers, and per zone its id, capacity, allocatable and costs (not
-        the node's name, ``available`` or the pod fingerprint), as a hashable value."""
-        return (
-            self.policy,
-            self.scope,
-            self.cpu_manager_policy,
-            self.memory_manager_policy,
-            tuple(
-                (
-                    z.id,
-                    tuple(sorted(z.capacity.items())),
-                    tuple(sorted(z.allocatable.items())),
-                    tuple(sorted(z.costs.items())),
-                )
-                for z in self.zones
-            ),
+        the node's name, ``available`` or the pod fingerprint), as a hashable value
+        (hashed once: it is part of every state key of the node's books)."""
+        return Hashed(
+            (
+                self.policy,
+                self.scope,
+                self.cpu_manager_policy,
+                self.memory_manager_policy,
+                tuple(
+                    (
+                        z.id,
+                        tuple(sorted(z.capacity.items())),
+                        tuple(sorted(z.allocatable.items())),
+                        tuple(sorted(z.costs.items())),
+                    )
+                    for z in self.zones
+                ),
+            )
         )
 
     @cached_property
