@@ -176,6 +176,8 @@ class NodeModel:
         self._next_sequence = 1
         self._hosts_in_use: set[int] = set()
         self.published: NrtSnapshot | None = None
+        #: The last snapshot of the kubelet's state and its version (see :meth:`snapshot`).
+        self._snapshot: tuple[int, NrtSnapshot] | None = None
         self.admissions = 0
         self.rejections = 0
         #: Why the simulated kubelet refused to start (its recorded Memory Manager state is
@@ -196,6 +198,18 @@ class NodeModel:
     # ---- snapshots -------------------------------------------------------------------
 
     def snapshot(self) -> NrtSnapshot:
+        """What the node's NRT publishes now. Kept while the kubelet's state has the same
+        version (every change of the node takes one and publishing reads it again), but
+        where it reads the tracked pods too (terminated pods fingerprinted, koordlet)."""
+        if self.fingerprint_terminated_pods or self.koordlet:
+            return self._take_snapshot()
+        version = self.state.version
+        kept = self._snapshot
+        if kept is None or kept[0] != version:
+            kept = self._snapshot = (version, self._take_snapshot())
+        return kept[1]
+
+    def _take_snapshot(self) -> NrtSnapshot:
         allocations = node_allocations(self.state)
         pods = list(exclusive_pods(allocations))
         if self.fingerprint_terminated_pods:

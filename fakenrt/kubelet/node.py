@@ -33,6 +33,7 @@ from fakenrt.kubelet.admission_memo import (
     AdmissionMemo,
     Admitted,
     Decided,
+    memory_key,
     shared_memo,
     state_key,
 )
@@ -156,6 +157,12 @@ class NodeState:
         self._cpu_default: frozenset[int] = state["cpu_default"]
         self._dev_allocated: dict[str, frozenset[str]] = state["dev_allocated"]
         self._mem: MachineState = state["mem"]
+        #: The machine state and its :func:`memory_key` (the state is replaced, never
+        #: modified, once the node holds it: kept while the node holds the same one).
+        self._mem_key: tuple[MachineState, tuple[object, ...]] | None = None
+        #: Counts the changes of what the node holds (admissions, restores, claims
+        #: prepared, releases): equal versions of one node, the same allocations and usage.
+        self.version = 0
         self._pods: dict[str, PodAllocation] = state["pods"]
         self._blocks: dict[str, tuple[Block, ...]] = state["blocks"]
         self._requests: dict[str, dict[str, int]] = state["requests"]
@@ -265,7 +272,7 @@ class NodeState:
         key = state_key(
             cpu_default=self._cpu_default,
             devices=self._dev_allocated,
-            memory=self._mem,
+            memory=self._memory_key(),
             used=self._used,
             pods=len(self._pods),
             pod=pod,
@@ -276,6 +283,12 @@ class NodeState:
             decided = self._decide(pod)
             memo.put(key, decided)
         return self._apply(pod, decided)
+
+    def _memory_key(self) -> tuple[object, ...]:
+        kept = self._mem_key
+        if kept is None or kept[0] is not self._mem:
+            kept = self._mem_key = (self._mem, memory_key(self._mem))
+        return kept[1]
 
     def _apply(self, pod: PodSpec, decided: Decided) -> AdmissionResult:
         """The result of ``decided`` for ``pod``; when admitted, the node holds it."""
@@ -412,6 +425,7 @@ class NodeState:
                 allocation,
                 containers=tuple(replace(c, dynamic=()) for c in allocation.containers),
             )
+        self.version += 1
         if pod.resource_claims:
             self._claiming[pod_key] = pod
         self._cpu_default = cpu_default
@@ -444,6 +458,7 @@ class NodeState:
             return None
         error = self._dra.prepare(pod, lookup)
         self._refresh_dynamic()
+        self.version += 1
         return error
 
     def update_claiming(self, pod_key: str, spec: PodSpec) -> None:
@@ -477,6 +492,7 @@ class NodeState:
         allocation = self._pods.pop(pod_key, None)
         if allocation is None:
             return
+        self.version += 1
         claiming = self._claiming.pop(pod_key, None)
         if claiming is not None:
             self._dra.unprepare(claiming)
