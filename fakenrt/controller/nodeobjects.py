@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from exporter.quantities import format_integer
@@ -39,8 +40,9 @@ class NodeIdentity:
     name: str
     index: int
 
-    @property
+    @cached_property
     def internal_ip(self) -> str:
+        # Kept: every pod status the node writes carries it.
         return str(_NODE_NET.network_address + self.index + 1)
 
     @property

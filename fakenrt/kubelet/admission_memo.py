@@ -38,6 +38,8 @@ MAX_PROFILES = 64
 
 #: The node's admission state and the pod's resources (see the module docstring).
 StateKey = tuple[object, ...]
+#: Containers' texts kept by the identity of the tuples (see :func:`_containers_text`).
+MAX_TEXTS = 4096
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ def state_key(
     *,
     cpu_default: frozenset[int],
     devices: Mapping[str, frozenset[str]],
-    memory: MachineState,
+    memory: tuple[object, ...],
     used: Mapping[str, int],
     pods: int,
     pod: PodSpec,
@@ -106,19 +108,44 @@ def state_key(
     return (
         cpu_default,
         tuple(sorted((name, ids) for name, ids in devices.items() if ids)),
-        tuple(
-            (
-                zone,
-                numa.assignments,
-                numa.cells,
-                tuple((k, t.allocatable, t.free, t.reserved) for k, t in numa.tables.items()),
-            )
-            for zone, numa in memory.items()
-        ),
+        memory,
         tuple(sorted((name, amount) for name, amount in used.items() if amount)),
         pods,
-        repr((pod.init_containers, pod.containers)),
+        _containers_text(pod),
         not pod.node_name or pod.node_name == node_name,
+    )
+
+
+#: (id of the init containers, id of the containers) -> the tuples and their text.
+_TEXTS: dict[tuple[int, int], tuple[object, object, str]] = {}
+
+
+def _containers_text(pod: PodSpec) -> str:
+    """The pod's containers and init containers as text (a key of equal values). A pod
+    and its copies share their container tuples, so the text is kept by the tuples'
+    identity (held, so that an id is not reused while kept), bounded in entries."""
+    init, containers = pod.init_containers, pod.containers
+    ids = (id(init), id(containers))
+    kept = _TEXTS.get(ids)
+    if kept is not None and kept[0] is init and kept[1] is containers:
+        return kept[2]
+    text = repr((init, containers))
+    if len(_TEXTS) >= MAX_TEXTS:
+        _TEXTS.clear()
+    _TEXTS[ids] = (init, containers, text)
+    return text
+
+
+def memory_key(memory: MachineState) -> tuple[object, ...]:
+    """The Memory Manager's machine state as :func:`state_key`'s ``memory``."""
+    return tuple(
+        (
+            zone,
+            numa.assignments,
+            numa.cells,
+            tuple((k, t.allocatable, t.free, t.reserved) for k, t in numa.tables.items()),
+        )
+        for zone, numa in memory.items()
     )
 
 

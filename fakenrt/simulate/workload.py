@@ -26,11 +26,13 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import cached_property
 from typing import Any
 
 from fakenrt.durations import DurationError, parse_duration
 from fakenrt.podspec import PodSpec, PodSpecError, effective_requests, pod_from_manifest
 from fakenrt.podvalidation import PodInvalid, validated_pod
+from fakenrt.scheduler.books import pod_shape
 from fakenrt.simulate.limits import MAX_PODS, MAX_SECONDS, LimitError, shown
 
 #: The resource counted as GPUs in every figure.
@@ -65,9 +67,16 @@ class WorkItem:
     def key(self) -> str:
         return self.spec.key
 
-    @property
+    # Kept (read at every arrival of the pod and its re-creations): the spec is fixed.
+    @cached_property
     def gpus(self) -> int:
         return int(effective_requests(self.spec).get(GPU, Decimal(0)))
+
+    @cached_property
+    def shape(self) -> str:
+        """The pod's :func:`~fakenrt.scheduler.books.pod_shape` (its re-creations' too:
+        they differ only in name)."""
+        return pod_shape(self.spec)
 
 
 def _amount(value: Decimal) -> str:
