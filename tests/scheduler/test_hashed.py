@@ -32,10 +32,12 @@ def test_hash_is_the_values(a: object) -> None:
 
 
 def test_a_dict_finds_an_equal_key() -> None:
-    key = ("static", (("cpu", Decimal("32")), ("memory", Decimal("1024"))))
-    classes = {Hashed(key): "class"}
-    assert classes[Hashed(tuple(list(key)))] == "class"
-    assert Hashed(key) != key  # only another Hashed compares
+    def key() -> object:
+        return ("static", (("cpu", Decimal("32")), ("memory", Decimal(1024))))
+
+    classes = {Hashed(key()): "class"}
+    assert classes[Hashed(key())] == "class"
+    assert Hashed(key()) != key()  # only another Hashed compares
 
 
 def test_unpickled_in_another_process_hashes_there() -> None:
