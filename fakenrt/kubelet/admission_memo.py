@@ -25,6 +25,7 @@ import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from fakenrt.hashed import Hashed
 from fakenrt.kubelet.allocation import ContainerAllocation, HintReport
 from fakenrt.kubelet.provider_memory import Block, MachineState
 from fakenrt.podspec import PodSpec
@@ -97,7 +98,7 @@ def state_key(
     *,
     cpu_default: frozenset[int],
     devices: Mapping[str, frozenset[str]],
-    memory: tuple[object, ...],
+    memory: Hashed,
     used: Mapping[str, int],
     pods: int,
     pod: PodSpec,
@@ -136,16 +137,19 @@ def _containers_text(pod: PodSpec) -> str:
     return text
 
 
-def memory_key(memory: MachineState) -> tuple[object, ...]:
-    """The Memory Manager's machine state as :func:`state_key`'s ``memory``."""
-    return tuple(
-        (
-            zone,
-            numa.assignments,
-            numa.cells,
-            tuple((k, t.allocatable, t.free, t.reserved) for k, t in numa.tables.items()),
+def memory_key(memory: MachineState) -> Hashed:
+    """The Memory Manager's machine state as :func:`state_key`'s ``memory`` (hashed once:
+    the node keeps it while it holds the same state)."""
+    return Hashed(
+        tuple(
+            (
+                zone,
+                numa.assignments,
+                numa.cells,
+                tuple((k, t.allocatable, t.free, t.reserved) for k, t in numa.tables.items()),
+            )
+            for zone, numa in memory.items()
         )
-        for zone, numa in memory.items()
     )
 
 

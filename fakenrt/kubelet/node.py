@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
+from fakenrt.hashed import Hashed
 from fakenrt.kubelet import predicate, scope_container, scope_none, scope_pod
 from fakenrt.kubelet.admission_memo import (
     AdmissionMemo,
@@ -159,7 +160,7 @@ class NodeState:
         self._mem: MachineState = state["mem"]
         #: The machine state and its :func:`memory_key` (the state is replaced, never
         #: modified, once the node holds it: kept while the node holds the same one).
-        self._mem_key: tuple[MachineState, tuple[object, ...]] | None = None
+        self._mem_key: tuple[MachineState, Hashed] | None = None
         #: Counts the changes of what the node holds (admissions, restores, claims
         #: prepared, releases): equal versions of one node, the same allocations and usage.
         self.version = 0
@@ -284,7 +285,7 @@ class NodeState:
             memo.put(key, decided)
         return self._apply(pod, decided)
 
-    def _memory_key(self) -> tuple[object, ...]:
+    def _memory_key(self) -> Hashed:
         kept = self._mem_key
         if kept is None or kept[0] is not self._mem:
             kept = self._mem_key = (self._mem, memory_key(self._mem))

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import combinations
 
-from fakenrt.scheduler.hashed import Hashed
+from fakenrt.hashed import Hashed
 from fakenrt.scheduler.masks import mask_of
 
 POLICY_NONE = "none"

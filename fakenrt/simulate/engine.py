@@ -65,6 +65,7 @@ from fakenrt.scheduler.plugin import NumaPlugin
 from fakenrt.scheduler.reconstruction import NodePod
 from fakenrt.scheduler.topology import NumaTopology
 from fakenrt.simulate.clock import ARRIVAL, CYCLE, EXPORT, SAMPLE, Clock, EventQueue
+from fakenrt.simulate.collector import fewer_collections
 from fakenrt.simulate.dra import DraGpus
 from fakenrt.simulate.limits import MAX_ATTEMPTS, LimitError
 from fakenrt.simulate.metrics import Recorder, StrategyResult, summarize
@@ -1099,5 +1100,7 @@ class Simulation:
 def simulate(
     scenario: Scenario, strategy: Strategy, *, progress: Progress | None = None
 ) -> StrategyResult:
-    """Run ``scenario`` under ``strategy``."""
-    return Simulation(scenario=scenario, strategy=strategy, progress=progress).run()
+    """Run ``scenario`` under ``strategy`` (the garbage collector paced for it:
+    :mod:`fakenrt.simulate.collector`)."""
+    with fewer_collections():
+        return Simulation(scenario=scenario, strategy=strategy, progress=progress).run()

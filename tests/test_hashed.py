@@ -10,7 +10,7 @@ from decimal import Decimal
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fakenrt.scheduler.hashed import Hashed
+from fakenrt.hashed import Hashed
 
 values = st.recursive(
     st.one_of(st.none(), st.integers(), st.text(max_size=4), st.decimals(allow_nan=False)),
@@ -44,7 +44,7 @@ def test_unpickled_in_another_process_hashes_there() -> None:
     # A string's hash differs between processes (PYTHONHASHSEED): the hash is not carried.
     blob = pickle.dumps(Hashed(("policy", "single-numa-node")))
     code = (
-        "import pickle, sys; from fakenrt.scheduler.hashed import Hashed; "
+        "import pickle, sys; from fakenrt.hashed import Hashed; "
         "h = pickle.loads(sys.stdin.buffer.read()); "
         "print(hash(h) == hash(('policy', 'single-numa-node')), "
         "h == Hashed(('policy', 'single-numa-node')))"

@@ -1,11 +1,13 @@
 """A hashable value whose hash is computed once. Pure.
 
-A node's static part of the NRT (:attr:`fakenrt.scheduler.topology.NumaTopology.static`:
-every zone's capacity, allocatable and costs, as tuples of ``Decimal`` pairs) is a part
-of every state key the kept books look up (:func:`fakenrt.scheduler.books.state_key`),
-and a tuple hashes its items again on every lookup: about a hundred ``Decimal`` hashes
-a key on the bundled shapes, the largest cost of moving a node between state classes.
-Wrapped, the value hashes once; equal values still compare equal.
+A tuple hashes its items again on every lookup. Two large parts of keys looked up again
+and again are wrapped: a node's static part of the NRT
+(:attr:`fakenrt.scheduler.topology.NumaTopology.static`: every zone's capacity,
+allocatable and costs, as tuples of ``Decimal`` pairs - about a hundred ``Decimal``
+hashes on the bundled shapes) in every state key of the kept books
+(:func:`fakenrt.scheduler.books.state_key`), and the Memory Manager's machine state
+(:func:`fakenrt.kubelet.admission_memo.memory_key`) in every admission's key. Wrapped,
+the value hashes once; equal values still compare equal.
 """
 
 from __future__ import annotations
