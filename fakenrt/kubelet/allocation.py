@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 TOPOLOGY_AFFINITY_ERROR = "TopologyAffinityError"
 UNEXPECTED_ADMISSION_ERROR = "UnexpectedAdmissionError"
@@ -74,6 +75,12 @@ class PodAllocation:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @cached_property
+    def exclusive(self) -> bool:
+        """It holds exclusive CPUs, memory blocks or devices (kept: every snapshot of the
+        node's NRT asks it of every pod, and the allocation never changes)."""
+        return any(c.cpus or c.memory or any(c.devices.values()) for c in self.containers)
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,7 @@ def node_allocations(state: NodeState) -> tuple[PodAllocation, ...]:
 def holds_exclusive(allocation: PodAllocation) -> bool:
     """The pod holds exclusive CPUs, memory blocks or devices: it counts in ``available``
     and in the ``with-exclusive-resources`` fingerprint."""
-    return any(c.cpus or c.memory or any(c.devices.values()) for c in allocation.containers)
+    return allocation.exclusive
 
 
 def exclusive_pods(allocations: Iterable[PodAllocation]) -> tuple[str, ...]:
