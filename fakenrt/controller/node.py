@@ -176,8 +176,8 @@ class NodeModel:
         self._next_sequence = 1
         self._hosts_in_use: set[int] = set()
         self.published: NrtSnapshot | None = None
-        #: The last snapshot of the kubelet's state and its version (see :meth:`snapshot`).
-        self._snapshot: tuple[int, NrtSnapshot] | None = None
+        #: The last snapshot: of which kubelet state, at which version (see :meth:`snapshot`).
+        self._snapshot: tuple[NodeState, int, NrtSnapshot] | None = None
         self.admissions = 0
         self.rejections = 0
         #: Why the simulated kubelet refused to start (its recorded Memory Manager state is
@@ -203,11 +203,11 @@ class NodeModel:
         where it reads the tracked pods too (terminated pods fingerprinted, koordlet)."""
         if self.fingerprint_terminated_pods or self.koordlet:
             return self._take_snapshot()
-        version = self.state.version
+        state = self.state
         kept = self._snapshot
-        if kept is None or kept[0] != version:
-            kept = self._snapshot = (version, self._take_snapshot())
-        return kept[1]
+        if kept is None or kept[0] is not state or kept[1] != state.version:
+            kept = self._snapshot = (state, state.version, self._take_snapshot())
+        return kept[2]
 
     def _take_snapshot(self) -> NrtSnapshot:
         allocations = node_allocations(self.state)

@@ -388,3 +388,21 @@ def test_fit_check_extended_resources_and_node_name() -> None:
         "NodeName",
         "Predicate NodeName failed: node(s) didn't match the requested node name",
     )
+
+
+def test_every_change_of_what_the_node_holds_takes_a_new_version() -> None:
+    """The version keys what is kept of the node's state (the NRT snapshot): an admission
+    and a release take a new one; a rejection and an unknown release change nothing."""
+    state = NodeState.from_profile(node(zones=2, cpus_per_zone=4, policy="single-numa-node"))
+    seen = [state.version]
+    for i, n in enumerate((3, 3)):
+        assert state.admit(pod(f"p{i}", container("c", cpu=n, memory="1Gi"))).admit
+        seen.append(state.version)
+    usage = state.zone_usage()
+    assert not state.admit(pod("p2", container("c", cpu=2, memory="1Gi"))).admit
+    state.release("default/nothing")
+    assert state.version == seen[-1] and state.zone_usage() == usage
+    state.release("default/p0")
+    seen.append(state.version)
+    assert len(set(seen)) == len(seen)
+    assert used(state, "cpu") == {0: 0, 1: 3}
