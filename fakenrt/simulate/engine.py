@@ -513,26 +513,15 @@ class Simulation:
         nowhere and the books up to date: counted as :meth:`_tick` counts it - the cycle,
         the stale NRT reads, the batches' attempts - and the batches moved on, without the
         general tick's queue and cycle. False (nothing done): the general tick must run."""
-        books = self.books
-        if books is None or self._changed:
+        if self.books is None or self._changed:
             return False
         retry = self._next_retry()
         if retry is not None and retry <= now:
             return False
         due = self._parked.due(now)
-        if not due:
+        if not due or not self._still_nowhere(due):
             return False
-        moves = books.moves
-        for batch in due:
-            if batch.verified != moves:
-                if not all(books.fits_nowhere(m[0].spec, s) for s, m in batch.shapes.items()):
-                    self._parked.restore(due)
-                    return False
-                batch.verified = moves
-        self.rec.cycles += 1
-        if self.reads_lagged_nrt:
-            self._count_staleness(now)
-        self._fail_parked(due, now)
+        self._count_parked(due, now)
         return True
 
     def _parked_run(self, quiet: float) -> None:
@@ -542,35 +531,45 @@ class Simulation:
         parked-only tick does queues an attempt, changes a node or sets a timer, so the
         next attempt of a pod not parked and the books' version stay as they are. Returns
         (nothing done for it) at the first tick that is not parked-only or not here."""
-        books, lot = self.books, self._parked
-        assert books is not None
-        retry = self._next_retry()
-        moves = books.moves
-        period, horizon, maximum = self.settings.period, self.horizon, self.backoff.maximum
-        rec, lagged = self.rec, self.reads_lagged_nrt
+        lot, retry = self._parked, self._next_retry()
+        period, horizon = self.settings.period, self.horizon
         while True:
             earliest = lot.earliest()
             if earliest is None or (retry is not None and retry <= earliest):
                 return
-            tick = max(int(-(-earliest // period)), self._last_tick + 1)
+            tick = self._next_tick(earliest)
             now = tick * period
             if now > horizon or not now < quiet or (retry is not None and retry <= now):
                 return
             due = lot.due(now)
-            for batch in due:
-                if batch.verified != moves:
-                    if not all(books.fits_nowhere(m[0].spec, s) for s, m in batch.shapes.items()):
-                        lot.restore(due)
-                        return
-                    batch.verified = moves
+            if not self._still_nowhere(due):
+                return
             self.clock.now = now
             self._last_tick = tick
-            rec.cycles += 1
-            if lagged:
-                self._count_staleness(now)
-            for batch in due:
-                rec.unschedulable_attempts += batch.size()
-                lot.repark(batch, now + maximum)
+            self._count_parked(due, now)
+
+    def _still_nowhere(self, due: list[Batch[PodRecord]]) -> bool:
+        """Whether every shape of the due batches still fits nowhere (checked again only
+        for a batch not checked since the books last moved). If not, the batches go back
+        to the lot untouched and False."""
+        books = self.books
+        assert books is not None
+        moves = books.moves
+        for batch in due:
+            if batch.verified != moves:
+                if not all(books.fits_nowhere(m[0].spec, s) for s, m in batch.shapes.items()):
+                    self._parked.restore(due)
+                    return False
+                batch.verified = moves
+        return True
+
+    def _count_parked(self, due: list[Batch[PodRecord]], now: float) -> None:
+        """A tick at ``now`` at which only the due parked batches were attempted, each of
+        their shapes fitting nowhere: counted as a cycle, and the batches moved on."""
+        self.rec.cycles += 1
+        if self.reads_lagged_nrt:
+            self._count_staleness(now)
+        self._fail_parked(due, now)
 
     def _quiet_until(self) -> float:
         """When the run loop next has something other than a cycle to do (an event or a
