@@ -94,9 +94,10 @@ class PodSpec:
     #: (None: the template needed no claim); absent until the claim is created.
     claim_statuses: Mapping[str, str | None] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def key(self) -> str:
-        """``namespace/name``."""
+        """``namespace/name`` (made once: a run reads it for every pod on every change of
+        its node)."""
         return f"{self.namespace}/{self.name}"
 
     @property

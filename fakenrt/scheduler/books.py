@@ -233,7 +233,7 @@ def state_key(books: NodeBooks, static: object) -> object:
     return (
         node.ready,
         node.unschedulable,
-        frozenset(node.allocatable.items()),
+        node.allocatable_key,
         frozenset(books.requested.items()),
         books.pods,
         static,

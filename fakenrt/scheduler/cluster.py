@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import cached_property
 
 from fakenrt.podspec import TERMINAL_PHASES, PodSpec
 from fakenrt.scheduler.topology import NumaTopology
@@ -21,6 +22,12 @@ class NodeSnapshot:
     #: The node's NRT, None when it has none or it does not parse (the edge logs why);
     #: the NUMA filter passes such nodes.
     nrt: NumaTopology | None = None
+
+    @cached_property
+    def allocatable_key(self) -> frozenset[tuple[str, Decimal]]:
+        """``allocatable`` as a hashable value, made once (part of every key of the kept
+        books' state, :func:`fakenrt.scheduler.books.state_key`)."""
+        return frozenset(self.allocatable.items())
 
 
 @dataclass(frozen=True)

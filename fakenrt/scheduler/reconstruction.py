@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import cached_property
 from typing import Any
 
 from exporter.annotations import (
@@ -82,7 +83,7 @@ class NodePod:
     phase: str = "Pending"
     requests: Mapping[str, Decimal] | None = None
 
-    @property
+    @cached_property
     def terminal(self) -> bool:
         return self.phase in TERMINAL_PHASES
 
